@@ -1,0 +1,40 @@
+# Two commands for a fresh machine: `make demo` and `make test`. Each creates .venv when it is
+# missing and installs the project into it, so nothing has to be installed by hand.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench faults install dev-up dev-down clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/longrun demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run
+
+faults: $(STAMP)
+	$(BIN)/python -m bench.faults
+
+dev-up: $(STAMP)
+	$(BIN)/longrun dev up
+
+dev-down: $(STAMP)
+	$(BIN)/longrun dev down
+
+clean:
+	-$(BIN)/longrun dev down
+	rm -rf $(VENV) .longrun

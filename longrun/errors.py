@@ -1,0 +1,109 @@
+"""One exception hierarchy for longrun. Every message says what was wrong and what to do.
+
+    LongrunError
+    ├── ConfigError                 bad settings or run spec
+    ├── StoreError                  anything the Postgres store refuses
+    │   ├── StaleStateError         compare-and-set lost: expected version is not the head
+    │   ├── RunNotFoundError        no run with that id
+    │   ├── AppendOnlyViolation     UPDATE/DELETE on an append-only table
+    │   └── ChainBroken             a hash chain does not verify
+    ├── ProviderError               a model provider failed
+    │   ├── ContextOverflow         the request was too long for the model's window
+    │   ├── RetryableProviderError  408/409/429/5xx/529: try again (maybe after retry_after)
+    │   └── FatalProviderError      other 4xx: retrying cannot help
+    ├── ToolError                   a tool refused or failed (returned to the model as an error)
+    │   ├── WorkspaceEscape         a path resolves outside the run's workspace
+    │   └── CommandNotAllowed       an argv list is not on the run's allow-list
+    ├── ApprovalError               an approve/reject update was refused
+    └── StackNotRunning             the embedded dev stack (or the configured one) does not answer
+"""
+
+from __future__ import annotations
+
+
+class LongrunError(Exception):
+    """Base of every error longrun raises on purpose."""
+
+
+class ConfigError(LongrunError):
+    """Bad settings or a malformed run spec."""
+
+
+class StoreError(LongrunError):
+    """The Postgres store refused an operation."""
+
+
+class StaleStateError(StoreError):
+    """A compare-and-set lost the race: the expected version is no longer the head."""
+
+    def __init__(self, run_id: str, expected: int, actual: int | None) -> None:
+        self.run_id = run_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"stale write to run {run_id}: expected state_version {expected}, "
+            f"but the head is {actual}; reload the state and retry the change"
+        )
+
+
+class RunNotFoundError(StoreError):
+    """No run has this id."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"unknown run id {run_id!r}: list runs with `longrun runs` or check the id")
+
+
+class AppendOnlyViolation(StoreError):
+    """Somebody tried to UPDATE or DELETE a row of an append-only table."""
+
+
+class ChainBroken(StoreError):
+    """A hash chain does not verify; names the first bad row."""
+
+
+class ProviderError(LongrunError):
+    """A model provider failed."""
+
+
+class ContextOverflow(ProviderError):
+    """The request did not fit the model's context window (HTTP 400 'prompt is too long' or a
+    `model_context_window_exceeded` stop). The context pipeline answers with hard enforcement and
+    a retry."""
+
+
+class RetryableProviderError(ProviderError):
+    """A transient provider failure; `retry_after` (seconds) is the server's hint, if any."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class FatalProviderError(ProviderError):
+    """A provider failure that retrying cannot fix (bad request, auth, permission)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class ToolError(LongrunError):
+    """A tool refused its input or failed; the message goes back to the model as an error."""
+
+
+class WorkspaceEscape(ToolError):
+    """A path resolves outside the run's workspace (`..`, absolute, sibling prefix, symlink)."""
+
+
+class CommandNotAllowed(ToolError):
+    """An argv list does not match any of the run's allowed commands."""
+
+
+class ApprovalError(LongrunError):
+    """An approve/reject update was refused (not an approver, wrong action, expired, duplicate)."""
+
+
+class StackNotRunning(LongrunError):
+    """The database or the Temporal server does not answer."""

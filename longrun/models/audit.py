@@ -1,0 +1,179 @@
+"""Audit event kinds, as a discriminated union on `kind`.
+
+Every event is appended to the hash-chained `audit_events` table. Text in events is redacted of
+secrets before it is stored (see `longrun.redact`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from longrun.models.context import CompactionReport
+from longrun.models.provider import Usage
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunStarted(_Event):
+    kind: Literal["run_started"] = "run_started"
+    model: str
+    objective: str
+    constraints: list[str]
+    workspace: str
+    approvers: list[str]
+
+
+class StateCommitted(_Event):
+    kind: Literal["state_committed"] = "state_committed"
+    state_version: int
+    actor: str
+    reason: str
+
+
+class ModelCalled(_Event):
+    kind: Literal["model_called"] = "model_called"
+    turn: int
+    model: str
+    transcript_seq: int = Field(description="seq of the assistant message this call appended")
+    usage: Usage
+    estimated_tokens: int
+    calibrated_tokens: int
+    stop_reason: str | None
+    projection_version: int | None = None
+
+
+class GateVerdict(_Event):
+    kind: Literal["gate_verdict"] = "gate_verdict"
+    action_id: str
+    tool: str
+    verdict: Literal["allow", "needs_approval", "deny"]
+    rule: str
+    reason: str
+    action_hash: str
+    state_version: int
+
+
+class ApprovalRequested(_Event):
+    kind: Literal["approval_requested"] = "approval_requested"
+    approval_id: str
+    tool: str
+    arguments: dict[str, Any]
+    action_hash: str
+    state_version: int
+
+
+class ApprovalGranted(_Event):
+    kind: Literal["approval_granted"] = "approval_granted"
+    approval_id: str
+    approver: str
+    expires_at: datetime
+    action_hash: str
+
+
+class ApprovalRejected(_Event):
+    kind: Literal["approval_rejected"] = "approval_rejected"
+    approval_id: str
+    approver: str
+    reason: str
+
+
+class ApprovalExpired(_Event):
+    kind: Literal["approval_expired"] = "approval_expired"
+    approval_id: str
+
+
+class ApprovalRefused(_Event):
+    """An approve/reject update that the validator refused (recorded, nothing else written)."""
+
+    kind: Literal["approval_refused"] = "approval_refused"
+    approval_id: str
+    approver: str
+    reason: str
+
+
+class EffectIntent(_Event):
+    kind: Literal["effect_intent"] = "effect_intent"
+    action_id: str
+    tool: str
+    attempt: int
+
+
+class EffectSettled(_Event):
+    kind: Literal["effect_settled"] = "effect_settled"
+    action_id: str
+    tool: str
+    status: Literal["none", "confirmed", "unknown"]
+    external_id: str | None = None
+    how: Literal["ran", "reconciled"] = "ran"
+    detail: str = ""
+
+
+class ToolRan(_Event):
+    kind: Literal["tool_ran"] = "tool_ran"
+    tool: str
+    call_id: str
+    is_error: bool
+    artifact_sha256: str | None = None
+    output_bytes: int = 0
+    summary: str = ""
+
+
+class CompactionDone(_Event):
+    kind: Literal["compaction"] = "compaction"
+    projection_version: int | None
+    report: CompactionReport
+
+
+class Steered(_Event):
+    kind: Literal["steered"] = "steered"
+    text: str
+    as_constraint: bool
+    transcript_seq: int
+
+
+class RunControl(_Event):
+    kind: Literal["run_control"] = "run_control"
+    action: Literal["pause", "resume", "cancel", "continue_as_new"]
+    by: str = "operator"
+
+
+class RunFinished(_Event):
+    kind: Literal["run_finished"] = "run_finished"
+    status: Literal["completed", "failed", "cancelled"]
+    reason: str
+
+
+class ErrorRecorded(_Event):
+    kind: Literal["error"] = "error"
+    where: str
+    message: str
+
+
+AuditEvent = Annotated[
+    Union[
+        RunStarted,
+        StateCommitted,
+        ModelCalled,
+        GateVerdict,
+        ApprovalRequested,
+        ApprovalGranted,
+        ApprovalRejected,
+        ApprovalExpired,
+        ApprovalRefused,
+        EffectIntent,
+        EffectSettled,
+        ToolRan,
+        CompactionDone,
+        Steered,
+        RunControl,
+        RunFinished,
+        ErrorRecorded,
+    ],
+    Field(discriminator="kind"),
+]
+
+audit_event_adapter: TypeAdapter[AuditEvent] = TypeAdapter(AuditEvent)

@@ -1,0 +1,67 @@
+"""Data of the context pipeline: projections and compaction reports."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from longrun.models.blocks import Message
+
+Stage = Literal["trim", "microcompact", "summarize", "enforce"]
+Trigger = Literal["threshold", "stage_boundary", "operator", "overflow", "offline"]
+Outcome = Literal["applied", "noop", "stale", "summary_rejected", "failed"]
+
+
+class TranscriptItem(BaseModel):
+    """A transcript entry as the context pipeline sees it: its sequence number and its message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(ge=1)
+    message: Message
+
+
+class CompactionReport(BaseModel):
+    """One compaction's figures; stored with the projection and in the audit event."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trigger: Trigger
+    stages_run: list[Stage] = Field(default_factory=list)
+    tokens_before_estimated: int = 0
+    tokens_before_calibrated: int = 0
+    tokens_after_estimated: int = 0
+    tokens_after_calibrated: int = 0
+    freed_per_stage: dict[str, int] = Field(default_factory=dict)
+    messages_summarized: int = 0
+    summary_tokens: int = 0
+    summary_source: Literal["none", "model", "extractive"] = "none"
+    summary_rejected_reason: str | None = None
+    tail_messages: int = 0
+    tail_tokens: int = 0
+    cleared_results: int = 0
+    dropped_messages: int = 0
+    base_state_version: int = 0
+    budget: int = 0
+    duration_ms: float = 0.0
+    outcome: Outcome = "applied"
+
+    @property
+    def lossy(self) -> bool:
+        return "summarize" in self.stages_run or "enforce" in self.stages_run
+
+
+class Projection(BaseModel):
+    """What the model is sent instead of the whole transcript, up to `covers_through_seq`:
+    an optional summary plus the kept messages (some tool results cleared to references).
+    Entries after `covers_through_seq` are appended verbatim when a request is rendered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1)
+    base_state_version: int = Field(ge=1)
+    covers_through_seq: int = Field(ge=0)
+    summary: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    report: CompactionReport

@@ -1,0 +1,122 @@
+"""`RunSpec`: what a user asks for when starting a run, with the context policy and caps.
+
+Defaults are documented where they are set, with why; docs/CONFIGURATION.md repeats them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from longrun.models.state import MAX_TEXT
+
+ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
+
+
+class ContextPolicy(BaseModel):
+    """Parameters of the context pipeline. Names follow Anthropic's context editing
+    (`trigger`, `keep`, `clear_at_least`, `exclude_tools`, `clear_tool_inputs`) where they exist."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int | None = Field(
+        default=None,
+        ge=1_000,
+        description="most tokens a request may take; default: the model's window - reserve_output - headroom",
+    )
+    trigger: int | None = Field(
+        default=None,
+        ge=500,
+        description="compact when the calibrated request exceeds this many input tokens; "
+        "default: 100k (the anchors' default) or 75% of the budget, whichever is smaller",
+    )
+    target_ratio: float = Field(
+        default=0.5, gt=0.05, le=0.95, description="compaction aims at trigger x target_ratio so it does not fire again at once"
+    )
+    keep: int = Field(default=3, ge=0, description="newest tool uses whose results microcompact never clears (anchor: 3)")
+    clear_at_least: int = Field(
+        default=2_000, ge=0, description="clear only if at least this many tokens are freed, so the cache rewrite pays off"
+    )
+    exclude_tools: list[str] = Field(default_factory=list, description="tools whose results are never cleared")
+    clear_tool_inputs: bool = Field(default=False, description="also clear the inputs of cleared tool uses")
+    tail_tokens: int = Field(default=20_000, ge=0, description="verbatim tail kept by the summary stage (Codex keeps 20k)")
+    min_tail_turns: int = Field(default=2, ge=1, description="at least this many user turns stay verbatim (OpenCode: 2)")
+    max_summary_tokens: int = Field(default=4_000, ge=200)
+    reserve_output: int = Field(default=8_192, ge=256, description="tokens kept free for the model's answer")
+    headroom: int = Field(default=2_000, ge=0, description="margin for estimator error after calibration")
+    artifact_trim_tokens: int = Field(
+        default=8_000, ge=200, description="stage 0: a single tool result larger than this becomes a reference"
+    )
+
+    def limit(self, window: int) -> int:
+        """The hard ceiling for one request: never sent over `window - reserve_output - headroom`
+        (or `budget`, when smaller)."""
+        hard = window - self.reserve_output - self.headroom
+        return min(hard, self.budget) if self.budget else hard
+
+    def effective_trigger(self, window: int) -> int:
+        if self.trigger is not None:
+            return min(self.trigger, self.limit(window))
+        return min(100_000, int(self.limit(window) * 0.75))
+
+
+class RunCaps(BaseModel):
+    """Per-run limits: a runaway loop stops at the first cap it hits, with the reason recorded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_turns: int = Field(default=200, ge=1)
+    max_model_calls: int = Field(default=300, ge=1)
+    max_tool_calls: int = Field(default=1_000, ge=1)
+    max_tokens: int = Field(default=20_000_000, ge=1_000, description="input + output tokens over the whole run")
+    max_wall_seconds: int = Field(default=6 * 3600, ge=10)
+
+
+class RunSpec(BaseModel):
+    """What to do, where, under whose approval, with which model and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    objective: ShortText = Field(min_length=1)
+    constraints: list[ShortText] = Field(default_factory=list, max_length=200)
+    workspace: str = Field(min_length=1, description="absolute path of the directory the run may touch")
+    approvers: list[str] = Field(default_factory=list, description="names allowed to approve or reject actions")
+    allowed_commands: list[list[str]] = Field(
+        default_factory=list, description="argv lists `run_command` may execute, matched exactly, never through a shell"
+    )
+    model: str = Field(default="scripted", description="`scripted` (offline stand-in) or `anthropic:<model-id>`")
+    context: ContextPolicy = Field(default_factory=ContextPolicy)
+    caps: RunCaps = Field(default_factory=RunCaps)
+    approval_ttl_seconds: int = Field(default=1800, ge=1, description="default lifetime of an approval")
+    command_timeout_seconds: int = Field(default=120, ge=1)
+    continue_as_new_every: int = Field(default=50, ge=2, description="turns between continue-as-new, at most")
+
+    @field_validator("workspace")
+    @classmethod
+    def _absolute_workspace(cls, v: str) -> str:
+        if not Path(v).is_absolute():
+            raise ValueError(f"workspace must be an absolute path, got {v!r}")
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _known_model_kind(cls, v: str) -> str:
+        if v != "scripted" and not (v.startswith("anthropic:") and len(v) > len("anthropic:")):
+            raise ValueError(f"model must be 'scripted' or 'anthropic:<model-id>', got {v!r}")
+        return v
+
+    @field_validator("allowed_commands")
+    @classmethod
+    def _nonempty_argv(cls, v: list[list[str]]) -> list[list[str]]:
+        for argv in v:
+            if not argv or not all(isinstance(a, str) and a for a in argv):
+                raise ValueError(f"each allowed command must be a non-empty argv list of non-empty strings, got {argv!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _approvers_named(self) -> "RunSpec":
+        if any(not a.strip() for a in self.approvers):
+            raise ValueError("approvers must be non-empty names")
+        return self

@@ -1,0 +1,61 @@
+"""Settings from the environment, with the embedded dev stack as the default.
+
+Precedence: an explicit environment variable wins; otherwise the addresses that `longrun dev up`
+wrote to `$LONGRUN_HOME/stack.json`; otherwise defaults that point at the embedded stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_TASK_QUEUE = "longrun"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TEMPORAL_PORT = 7233
+DEFAULT_TEMPORAL_UI_PORT = 8233
+
+
+def longrun_home() -> Path:
+    """Where the embedded stack keeps its data: `$LONGRUN_HOME`, else `./.longrun`."""
+    return Path(os.environ.get("LONGRUN_HOME", ".longrun")).resolve()
+
+
+def _stack_file(home: Path) -> dict[str, str]:
+    path = home / "stack.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    database_url: str | None
+    temporal_address: str
+    namespace: str = DEFAULT_NAMESPACE
+    task_queue: str = DEFAULT_TASK_QUEUE
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    default_model: str = "scripted"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        home = longrun_home()
+        stack = _stack_file(home)
+        key = os.environ.get("ANTHROPIC_API_KEY") or None
+        return cls(
+            home=home,
+            database_url=os.environ.get("LONGRUN_DATABASE_URL") or stack.get("database_url"),
+            temporal_address=os.environ.get("TEMPORAL_ADDRESS")
+            or stack.get("temporal_address")
+            or f"127.0.0.1:{DEFAULT_TEMPORAL_PORT}",
+            namespace=os.environ.get("LONGRUN_NAMESPACE", DEFAULT_NAMESPACE),
+            task_queue=os.environ.get("LONGRUN_TASK_QUEUE", DEFAULT_TASK_QUEUE),
+            anthropic_api_key=key,
+            anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+            default_model=os.environ.get("LONGRUN_MODEL") or "scripted",
+        )
