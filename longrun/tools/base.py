@@ -1,0 +1,93 @@
+"""The tool contract: what every tool declares and how the activities call it.
+
+A tool is one of three kinds:
+- ``read``: no effect outside the run (list_dir, read_file, grep, read_artifact);
+- ``effect``: changes the world (write_file, apply_patch, run_command, custom tools); goes through
+  the invariant gate, the effects ledger and, when ``needs_approval``, a human's approval;
+- ``state``: changes TaskState only, through compare-and-set (record_decision, set_next_action,
+  write_note, complete_stage); none of them can touch approvals or effects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Literal, Protocol
+
+from longrun.models.provider import ToolSpec
+from longrun.models.state import NextAction, TaskState
+
+ToolKind = Literal["read", "effect", "state"]
+
+
+class ArtifactReader(Protocol):
+    def get_artifact(self, sha256: str) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Everything a tool may use. `action_id` doubles as the idempotency key of an effect."""
+
+    run_id: str
+    workspace: Path
+    allowed_commands: list[list[str]] = field(default_factory=list)
+    command_timeout: float = 120.0
+    action_id: str = ""
+    artifacts: ArtifactReader | None = None
+    now: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool returns. `text` is the full output (it goes to the artifact store; the
+    transcript gets it with its artifact reference). `external_id` identifies an effect at its
+    target (a content hash, a message id) for the ledger and reconciliation."""
+
+    text: str
+    is_error: bool = False
+    external_id: str | None = None
+
+
+ReconcileStatus = Literal["confirmed", "none", "undecidable"]
+
+
+@dataclass(frozen=True)
+class ReconcileOutcome:
+    status: ReconcileStatus
+    external_id: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool.
+
+    Attributes:
+        run: executes the tool (read and effect kinds). Raises `ToolError` with a message for the
+            model when the input is refused.
+        check: the tool's own invariant checks (path confinement, allow-list), run by the gate
+            before any effect; returns a reason to deny, or None.
+        reconcile: for effect tools, decides after a crash whether the effect with this
+            idempotency key happened.
+        apply_state: for state tools, returns the changed TaskState (never approvals/effects).
+        allowed_next_actions: the `next_action` values under which the gate allows this tool.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    kind: ToolKind = "read"
+    needs_approval: bool = False
+    run: Callable[[dict[str, Any], ToolContext], ToolOutcome] | None = None
+    check: Callable[[dict[str, Any], ToolContext], str | None] | None = None
+    reconcile: Callable[[dict[str, Any], ToolContext], ReconcileOutcome] | None = None
+    apply_state: Callable[[TaskState, dict[str, Any], datetime], TaskState] | None = None
+    allowed_next_actions: frozenset[NextAction] = frozenset(NextAction)
+
+    @property
+    def effectful(self) -> bool:
+        return self.kind == "effect"
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, input_schema=self.input_schema)

@@ -1,0 +1,7 @@
+"""Shared fixtures live in tests/fixtures/, one module per part, loaded as plugins."""
+
+pytest_plugins = [
+    "tests.fixtures.db",
+    "tests.fixtures.temporal",
+    "tests.fixtures.anthropic",
+]
