@@ -1,1 +1,40 @@
-"""tools"""
+"""Tools: the registry, the built-in tools and the contract they share (see `base`).
+
+Every path a tool touches is confined to the run's workspace (`confine`); commands run only from
+the run's allow-list, without a shell (`run_command`); state tools return a changed copy of the
+`TaskState` and never touch approvals or effects.
+
+Where each built-in may run (the invariant gate's rule 4, `Tool.allowed_next_actions`):
+
+    tool                          inspect  edit  test  ask_human  stop
+    list_dir, read_file, grep,      yes    yes   yes     yes      yes
+      read_artifact
+    record_decision, set_next_      yes    yes   yes     yes      yes
+      action, write_note, complete_stage
+    write_file, apply_patch          -     yes    -       -        -
+    run_command                     yes     -    yes      -        -
+"""
+
+from longrun.tools.artifacts import READ_ARTIFACT
+from longrun.tools.base import (
+    ArtifactReader,
+    ReconcileOutcome,
+    ReconcileStatus,
+    Tool,
+    ToolContext,
+    ToolKind,
+    ToolOutcome,
+)
+from longrun.tools.commands import RUN_COMMAND, command_refusal, minimal_env
+from longrun.tools.files import APPLY_PATCH, LIST_DIR, READ_FILE, WRITE_FILE
+from longrun.tools.paths import check_write_path, confine
+from longrun.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
+from longrun.tools.search import GREP
+from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, STEP_NEXT_ACTION, WRITE_NOTE
+
+__all__ = [
+    "APPLY_PATCH", "ArtifactReader", "BUILTIN_TOOLS", "COMPLETE_STAGE", "GREP", "LIST_DIR", "READ_ARTIFACT",
+    "READ_FILE", "RECORD_DECISION", "RUN_COMMAND", "ReconcileOutcome", "ReconcileStatus", "SET_NEXT_ACTION",
+    "STEP_NEXT_ACTION", "Tool", "ToolContext", "ToolKind", "ToolOutcome", "ToolRegistry", "WRITE_FILE",
+    "WRITE_NOTE", "check_write_path", "command_refusal", "confine", "default_registry", "minimal_env",
+]

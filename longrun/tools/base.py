@@ -36,6 +36,9 @@ class ToolContext:
     action_id: str = ""
     artifacts: ArtifactReader | None = None
     now: datetime | None = None
+    before: str | None = None
+    """For `reconcile`: what `Tool.fingerprint` returned when the effect's intent was written
+    (store it with the intent, e.g. in `Effect.detail`); None when it was not recorded."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,10 @@ class Tool:
             idempotency key happened.
         apply_state: for state tools, returns the changed TaskState (never approvals/effects).
         allowed_next_actions: the `next_action` values under which the gate allows this tool.
+        fingerprint: for effect tools whose reconcile needs to know the target's state before the
+            effect (write_file): called when the intent is written; its result is handed back to
+            `reconcile` as `ToolContext.before`. Optional: without it reconcile is more often
+            undecidable, never wrong.
     """
 
     name: str
@@ -84,6 +91,7 @@ class Tool:
     reconcile: Callable[[dict[str, Any], ToolContext], ReconcileOutcome] | None = None
     apply_state: Callable[[TaskState, dict[str, Any], datetime], TaskState] | None = None
     allowed_next_actions: frozenset[NextAction] = frozenset(NextAction)
+    fingerprint: Callable[[dict[str, Any], ToolContext], str | None] | None = None
 
     @property
     def effectful(self) -> bool:

@@ -1,0 +1,67 @@
+"""`read_artifact`: brings back a stored tool result by its sha256.
+
+The context pipeline clears old tool results and leaves a placeholder naming the artifact; this
+tool is how the model gets the text back. Lines are returned as stored (a read_file result keeps
+its line numbers), sliced by `offset` (1-based line) and `limit` (lines).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from longrun.errors import ToolError
+from longrun.tools._text import cap_bytes, decode
+from longrun.tools.base import Tool, ToolContext, ToolOutcome
+
+DEFAULT_ARTIFACT_LINES = 2000
+MAX_ARTIFACT_BYTES = 1_000_000
+
+
+def _read_artifact(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    sha = args["sha256"]
+    offset = args.get("offset", 1)
+    limit = args.get("limit", DEFAULT_ARTIFACT_LINES)
+    if ctx.artifacts is None:
+        raise ToolError("no artifact store is available to this run")
+    try:
+        data = ctx.artifacts.get_artifact(sha)
+    except (KeyError, LookupError, FileNotFoundError) as exc:
+        raise ToolError(f"no artifact with sha256 {sha}; use the reference exactly as the placeholder gives it") from exc
+    text, repaired = decode(data)
+    lines = text.splitlines()
+    total = len(lines)
+    if offset > max(total, 1):
+        raise ToolError(f"offset {offset} is past the end of the artifact ({total} lines)")
+    shown = lines[offset - 1 : offset - 1 + limit]
+    body, cut = cap_bytes("\n".join(shown).encode("utf-8"), MAX_ARTIFACT_BYTES)
+    notes = []
+    if repaired:
+        notes.append("[invalid UTF-8 or NUL bytes in the artifact were replaced with U+FFFD]")
+    last = offset - 1 + len(shown)
+    if cut:
+        notes.append(f"[truncated at {MAX_ARTIFACT_BYTES} bytes; ask for fewer lines with limit]")
+    elif last < total:
+        notes.append(f"[lines {offset}-{last} of {total}; call read_artifact with offset={last + 1} for more]")
+    out = body.decode("utf-8", errors="replace")
+    return ToolOutcome(text="\n".join([out, *notes]) if notes else out)
+
+
+READ_ARTIFACT = Tool(
+    name="read_artifact",
+    description=(
+        "Fetch a stored tool result (cleared from the conversation) by its sha256 reference. offset is the "
+        "first line (1-based), limit the number of lines (default 2000)."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "maxLength": 64, "description": "reference"},
+            "offset": {"type": "integer", "minimum": 1},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100_000},
+        },
+        "required": ["sha256"],
+        "additionalProperties": False,
+    },
+    kind="read",
+    run=_read_artifact,
+)

@@ -1,0 +1,164 @@
+"""`run_command`: runs one argv list from the run's allow-list, never through a shell.
+
+Rules:
+- The argv must *equal* one of `ToolContext.allowed_commands`: no prefixes, no appended
+  arguments (`--output=/etc/x` after an allowed argv is argument injection), no patterns.
+- No shell: `;`, `&&`, `|`, `$()`, backticks and newlines inside an element are passed to the
+  program literally. The environment is minimal (PATH, HOME, LANG): the worker's secrets stay out.
+- **Allow-listed commands must be repeatable** (tests, linters, builds). run_command's effect is
+  not observable at a target, so its reconcile always answers "none": after a crash the command
+  may run again. Never put a command with a one-time effect (a deploy, a send) on the allow-list;
+  write a custom effect tool with a real reconcile for those.
+
+The process runs in its own session; on timeout the whole process group is killed. Output goes to
+temporary files, and at most MAX_OUTPUT_BYTES of each stream is read back, so a chatty command
+cannot exhaust the worker's memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from longrun.errors import CommandNotAllowed, ToolError
+from longrun.models.state import NextAction
+from longrun.tools._text import cap_bytes, decode
+from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
+
+MAX_OUTPUT_BYTES = 200_000
+"""Per stream (stdout, stderr)."""
+SHELL_SYNTAX = (";", "&", "|", "$(", "`", "\n", ">", "<")
+COMMAND_ACTIONS = frozenset({NextAction.inspect, NextAction.test})
+
+
+def minimal_env(workspace: Path) -> dict[str, str]:
+    """The environment of an allow-listed command: PATH, HOME and LANG, nothing else."""
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": os.environ.get("HOME", str(workspace)),
+        "LANG": "C.UTF-8",
+    }
+
+
+def command_refusal(argv: Any, allowed: list[list[str]]) -> str | None:
+    """Why `argv` may not run, or None when it equals an allowed argv exactly."""
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        return "argv must be a non-empty list of strings"
+    if any(argv == list(a) for a in allowed):
+        return None
+    hints = []
+    for a in allowed:
+        if len(argv) > len(a) and argv[: len(a)] == list(a):
+            hints.append(f"arguments {argv[len(a):]!r} were appended to the allowed command {list(a)!r}")
+            break
+    if any(s in arg for arg in argv for s in SHELL_SYNTAX):
+        hints.append("commands run without a shell, so shell syntax (;, &&, |, $(), backticks, newlines) does nothing")
+    hint = ("; " + "; ".join(hints)) if hints else ""
+    listed = ", ".join(repr(list(a)) for a in allowed) or "none (this run allows no commands)"
+    return f"argv {argv!r} is not on this run's allow-list{hint}. Allowed argv lists, exactly: {listed}"
+
+
+def _check(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    return command_refusal(args.get("argv"), ctx.allowed_commands)
+
+
+def _read_capped(f: IO[bytes]) -> tuple[str, str | None]:
+    size = f.seek(0, os.SEEK_END)
+    f.seek(0)
+    data, cut = cap_bytes(f.read(MAX_OUTPUT_BYTES + 4), MAX_OUTPUT_BYTES)
+    text, repaired = decode(data)
+    notes = []
+    if cut:
+        notes.append(f"[truncated: {size} bytes, showing the first {len(data)}]")
+    if repaired:
+        notes.append("[invalid UTF-8 or NUL bytes were replaced with U+FFFD]")
+    text = text.removesuffix("\n")
+    return text, "\n".join(notes) or None
+
+
+def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    argv = args["argv"]
+    refusal = command_refusal(argv, ctx.allowed_commands)
+    if refusal:
+        raise CommandNotAllowed(refusal)
+    timed_out = False
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                shell=False,
+                cwd=ctx.workspace,
+                env=minimal_env(ctx.workspace),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise ToolError(f"command not found: {argv[0]!r} is not on PATH in the command environment") from exc
+        except PermissionError as exc:
+            raise ToolError(f"command {argv[0]!r} is not executable: {exc}") from exc
+        try:
+            code = proc.wait(timeout=ctx.command_timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            code = proc.wait()
+        stdout, out_note = _read_capped(out)
+        stderr, err_note = _read_capped(err)
+    head = f"exit code: {code}"
+    if timed_out:
+        head += f" (timed out after {ctx.command_timeout:g} s; the command was killed)"
+    parts = [head, "--- stdout ---", stdout, *([out_note] if out_note else []), "--- stderr ---", stderr]
+    if err_note:
+        parts.append(err_note)
+    text = "\n".join(parts)
+    return ToolOutcome(text=text, is_error=timed_out, external_id=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
+    return ReconcileOutcome(
+        "none",
+        detail=(
+            "run_command leaves no trace to check; allow-listed commands must be repeatable, "
+            "so the command is treated as not run and may run again"
+        ),
+    )
+
+
+RUN_COMMAND = Tool(
+    name="run_command",
+    description=(
+        "Run one command of this run's allow-list (an argv list that must match an allowed one exactly), "
+        "in the workspace, without a shell, with a time limit. Output: 'exit code: N', then "
+        "'--- stdout ---' and '--- stderr ---' sections."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "argv": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": 4096},
+                "minItems": 1,
+                "maxItems": 256,
+                "description": "program and arguments, e.g. [\"pytest\", \"-q\"]",
+            }
+        },
+        "required": ["argv"],
+        "additionalProperties": False,
+    },
+    kind="effect",
+    needs_approval=False,
+    run=_run_command,
+    check=_check,
+    reconcile=_reconcile,
+    allowed_next_actions=COMMAND_ACTIONS,
+)

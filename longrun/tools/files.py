@@ -1,0 +1,385 @@
+"""File tools: `list_dir` and `read_file` (read), `write_file` and `apply_patch` (effect).
+
+Output formats are a contract (the scripted agent parses them):
+- list_dir: one entry per line, sorted, directories end with "/".
+- read_file: `f"{lineno:>6}\\t{text}"` per line, like `cat -n`.
+Both add notes as lines in square brackets (`[truncated: ...]`, `[invalid UTF-8: ...]`).
+
+Writes are atomic (a temporary file in the same directory, then `os.replace`), so after a crash
+the target holds either the old bytes or the new ones; that is what makes their reconcile
+functions decidable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from longrun.errors import ToolError
+from longrun.models.state import NextAction
+from longrun.tools._text import MAX_LINE_BYTES, bounded_lines, decode, looks_binary
+from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
+from longrun.tools.paths import SKIP_DIRS, check_write_path, confine, relative
+
+PATH_MAX = 4096
+DEFAULT_READ_LINES = 2000
+MAX_READ_BYTES = 1_000_000
+"""read_file returns at most this many bytes of file content, whatever the file's size."""
+MAX_LIST_ENTRIES = 5000
+MAX_WRITE_CHARS = 2_000_000
+MAX_PATCH_FILE_BYTES = 20_000_000
+
+EDIT_ACTIONS = frozenset({NextAction.edit})
+"""write_file and apply_patch run only when the state says the run is editing."""
+
+MISSING = "missing"
+
+
+def _path_prop(description: str, default: str | None = None) -> dict[str, Any]:
+    prop: dict[str, Any] = {"type": "string", "maxLength": PATH_MAX, "description": description}
+    if default is not None:
+        prop["default"] = default
+    return prop
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fingerprint(path: Path) -> str:
+    """`sha256:<hex>` of a file, `missing`, or `directory`."""
+    if not path.exists():
+        return MISSING
+    if path.is_dir():
+        return "directory"
+    return "sha256:" + _file_sha256(path)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".longrun-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _path_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    try:
+        confine(ctx.workspace, args.get("path", "."))
+    except ToolError as exc:
+        return str(exc)
+    return None
+
+
+def _write_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    try:
+        check_write_path(ctx.workspace, args.get("path", ""))
+    except ToolError as exc:
+        return str(exc)
+    return None
+
+
+# --- list_dir ---------------------------------------------------------------------------------
+
+
+def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path = args.get("path", ".")
+    target = confine(ctx.workspace, path)
+    if not target.exists():
+        raise ToolError(f"no such directory {path!r} in the workspace")
+    if not target.is_dir():
+        raise ToolError(f"{path!r} is a file, not a directory; use read_file")
+    entries = []
+    for entry in os.scandir(target):
+        if entry.name in SKIP_DIRS:
+            continue
+        entries.append(entry.name + "/" if entry.is_dir() else entry.name)
+    entries.sort()
+    lines = entries[:MAX_LIST_ENTRIES]
+    if len(entries) > MAX_LIST_ENTRIES:
+        lines.append(f"[truncated: {len(entries)} entries, showing the first {MAX_LIST_ENTRIES}]")
+    if not entries:
+        lines.append("[empty directory]")
+    return ToolOutcome(text="\n".join(lines))
+
+
+LIST_DIR = Tool(
+    name="list_dir",
+    description=(
+        "List one directory of the workspace: one entry per line, sorted, directories end with '/'. "
+        ".git, __pycache__ and .venv are skipped."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"path": _path_prop("directory relative to the workspace", ".")},
+        "additionalProperties": False,
+    },
+    kind="read",
+    run=_list_dir,
+    check=_path_check,
+)
+
+
+# --- read_file --------------------------------------------------------------------------------
+
+
+def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path = args["path"]
+    offset = args.get("offset", 1)
+    limit = args.get("limit", DEFAULT_READ_LINES)
+    target = confine(ctx.workspace, path)
+    if not target.exists():
+        raise ToolError(f"no such file {path!r} in the workspace; list_dir shows what exists")
+    if target.is_dir():
+        raise ToolError(f"{path!r} is a directory; use list_dir")
+    out: list[str] = []
+    repaired = cut_lines = False
+    budget = MAX_READ_BYTES
+    stopped_at: int | None = None  # first line not shown although the file goes on
+    lineno = 0
+    with target.open("rb") as f:
+        binary = looks_binary(f.read(8192))
+        f.seek(0)
+        for lineno, (raw, cut) in enumerate(bounded_lines(f), start=1):
+            if lineno < offset:
+                continue
+            if len(out) >= limit or len(raw) > budget:
+                stopped_at = lineno
+                break
+            budget -= len(raw) + 1
+            text, bad = decode(raw)
+            repaired |= bad
+            cut_lines |= cut
+            out.append(f"{lineno:>6}\t{text}" + (" [line truncated]" if cut else ""))
+    notes: list[str] = []
+    if binary:
+        notes.append("[binary file: it contains NUL bytes; shown decoded as UTF-8 with replacement characters]")
+    elif repaired:
+        notes.append("[invalid UTF-8: undecodable bytes are shown as U+FFFD replacement characters]")
+    if cut_lines:
+        notes.append(f"[lines longer than {MAX_LINE_BYTES} bytes were cut]")
+    if stopped_at is not None:
+        why = f"the {limit}-line limit" if len(out) >= limit else f"the {MAX_READ_BYTES}-byte output cap"
+        notes.append(f"[truncated at {why}; the file goes on: call read_file with offset={stopped_at}]")
+    if not out:
+        notes.insert(0, "[empty file]" if lineno == 0 else f"[offset {offset} is past the end of the file ({lineno} lines)]")
+    return ToolOutcome(text="\n".join(out + notes))
+
+
+READ_FILE = Tool(
+    name="read_file",
+    description=(
+        "Read a text file of the workspace. Lines come numbered like `cat -n` (6-wide line number, a tab, "
+        "the text). offset is the first line (1-based), limit the number of lines (default 2000)."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": _path_prop("file relative to the workspace"),
+            "offset": {"type": "integer", "minimum": 1, "description": "first line to show, 1-based"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100_000, "description": "lines to show"},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+    kind="read",
+    run=_read_file,
+    check=_path_check,
+)
+
+
+# --- write_file -------------------------------------------------------------------------------
+
+
+def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    target = check_write_path(ctx.workspace, args["path"])
+    if target.is_dir():
+        raise ToolError(f"{args['path']!r} is a directory; name a file")
+    data = args["content"].encode("utf-8")
+    _atomic_write(target, data)
+    digest = hashlib.sha256(data).hexdigest()
+    rel = relative(ctx.workspace, target)
+    return ToolOutcome(text=f"wrote {len(data)} bytes to {rel} (sha256 {digest})", external_id=digest)
+
+
+def _write_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    return _fingerprint(check_write_path(ctx.workspace, args["path"]))
+
+
+def _write_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
+    try:
+        target = check_write_path(ctx.workspace, args["path"])
+    except ToolError as exc:
+        return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")
+    intended = hashlib.sha256(args["content"].encode("utf-8")).hexdigest()
+    current = _fingerprint(target)
+    if current == "sha256:" + intended:
+        return ReconcileOutcome("confirmed", external_id=intended, detail="the file holds the intended content")
+    if current == MISSING:
+        return ReconcileOutcome("none", detail="the file does not exist, so the write did not happen")
+    if ctx.before is not None and current == ctx.before:
+        return ReconcileOutcome("none", detail="the file is unchanged since the intent was written")
+    if ctx.before is None:
+        return ReconcileOutcome(
+            "undecidable",
+            detail="the file differs from the intended content and no pre-write fingerprint was recorded",
+        )
+    return ReconcileOutcome(
+        "undecidable", detail="the file differs both from the intended content and from what it was before"
+    )
+
+
+WRITE_FILE = Tool(
+    name="write_file",
+    description=(
+        "Create or overwrite a file of the workspace with the given UTF-8 content (parent directories are "
+        "created). Needs a human's approval. Paths may not contain '..' or lie under .git."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": _path_prop("file relative to the workspace"),
+            "content": {"type": "string", "maxLength": MAX_WRITE_CHARS, "description": "the whole new content"},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+    kind="effect",
+    needs_approval=True,
+    run=_write_file,
+    check=_write_check,
+    reconcile=_write_reconcile,
+    fingerprint=_write_fingerprint,
+    allowed_next_actions=EDIT_ACTIONS,
+)
+
+
+# --- apply_patch ------------------------------------------------------------------------------
+
+
+def count_occurrences(text: str, sub: str) -> int:
+    """Occurrences of `sub` in `text`, overlapping ones included ("aa" is twice in "aaa")."""
+    if not sub:
+        return 0
+    n, i = 0, text.find(sub)
+    while i != -1:
+        n += 1
+        i = text.find(sub, i + 1)
+    return n
+
+
+def _read_text_for_patch(target: Path, path: str) -> str:
+    if not target.is_file():
+        raise ToolError(f"no such file {path!r} in the workspace; apply_patch edits existing files")
+    if target.stat().st_size > MAX_PATCH_FILE_BYTES:
+        raise ToolError(f"{path!r} is larger than {MAX_PATCH_FILE_BYTES} bytes; apply_patch will not load it")
+    try:
+        return target.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{path!r} is not valid UTF-8 text; apply_patch edits text files only") from exc
+
+
+def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path, old, new = args["path"], args["old"], args["new"]
+    target = check_write_path(ctx.workspace, path)
+    if old == new:
+        raise ToolError("'old' and 'new' are identical; there is nothing to change")
+    text = _read_text_for_patch(target, path)
+    n = count_occurrences(text, old)
+    if n == 0:
+        raise ToolError(f"the 'old' text was not found in {path!r}; read the file and copy the text exactly")
+    if n > 1:
+        raise ToolError(f"the 'old' text occurs {n} times in {path!r}; include more context so it occurs once")
+    data = text.replace(old, new, 1).encode("utf-8")
+    _atomic_write(target, data)
+    digest = hashlib.sha256(data).hexdigest()
+    rel = relative(ctx.workspace, target)
+    return ToolOutcome(
+        text=f"patched {rel}: replaced 1 occurrence ({old.count(chr(10)) + 1} line(s) -> "
+        f"{new.count(chr(10)) + 1} line(s)); sha256 {digest}",
+        external_id=digest,
+    )
+
+
+def _patch_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    return _fingerprint(check_write_path(ctx.workspace, args["path"]))
+
+
+def _patch_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
+    """Decide from the file's text (and, when recorded, its pre-patch fingerprint).
+
+    With a fingerprint: unchanged -> none; undoing the one `new` gives the fingerprinted bytes ->
+    confirmed. Otherwise the text rule: `new` present and `old` absent -> confirmed; `old` present
+    once and `new` absent -> none (when `new` is part of `old`, its presence proves nothing and is
+    ignored); anything else, including `old` being part of `new`, is undecidable.
+    """
+    path, old, new = args["path"], args["old"], args["new"]
+    try:
+        target = check_write_path(ctx.workspace, path)
+        text = _read_text_for_patch(target, path)
+    except ToolError as exc:
+        return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")
+    data = text.encode("utf-8")
+    current = hashlib.sha256(data).hexdigest()
+    if ctx.before is not None:
+        if ctx.before == "sha256:" + current:
+            return ReconcileOutcome("none", detail="the file is unchanged since the intent was written")
+        if count_occurrences(text, new) == 1:
+            undone = text.replace(new, old, 1).encode("utf-8")
+            if ctx.before == "sha256:" + hashlib.sha256(undone).hexdigest():
+                return ReconcileOutcome("confirmed", external_id=current, detail="the file is the patched original")
+    old_n = count_occurrences(text, old)
+    new_present = bool(new) and new in text
+    if old not in new:
+        if new_present and old_n == 0:
+            return ReconcileOutcome("confirmed", external_id=current, detail="the new text is present, the old gone")
+        if not new and old_n == 0:
+            return ReconcileOutcome("confirmed", external_id=current, detail="the deleted text is gone")
+        if old_n == 1 and (not new_present or new in old):
+            return ReconcileOutcome("none", detail="the old text is still present once; the patch was not applied")
+    return ReconcileOutcome(
+        "undecidable",
+        detail=f"cannot tell from the text: old occurs {old_n} time(s), new {'is' if new_present else 'is not'} present",
+    )
+
+
+APPLY_PATCH = Tool(
+    name="apply_patch",
+    description=(
+        "Replace exactly one occurrence of 'old' with 'new' in a workspace file. Fails when 'old' occurs "
+        "0 or more than 1 times: include enough context to make it unique. Needs a human's approval."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": _path_prop("file relative to the workspace"),
+            "old": {"type": "string", "minLength": 1, "maxLength": MAX_WRITE_CHARS, "description": "exact text"},
+            "new": {"type": "string", "maxLength": MAX_WRITE_CHARS, "description": "replacement text"},
+        },
+        "required": ["path", "old", "new"],
+        "additionalProperties": False,
+    },
+    kind="effect",
+    needs_approval=True,
+    run=_apply_patch,
+    check=_write_check,
+    reconcile=_patch_reconcile,
+    fingerprint=_patch_fingerprint,
+    allowed_next_actions=EDIT_ACTIONS,
+)

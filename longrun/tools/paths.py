@@ -1,0 +1,83 @@
+"""Workspace confinement: every path a tool touches goes through `confine`.
+
+The rule is the one that survived the security corpus (REFERENCE.md, "Security corpora"):
+`(workspace / path).resolve()` and then `is_relative_to(workspace.resolve())`. Resolving follows
+symlinks (also dangling ones, to where they point), so a link to `/etc` inside the workspace is
+refused like `../`; comparing path *components* (not string prefixes) refuses the sibling
+`../<workspace-name>evil/x`. Anything string-based (`startswith`, stripping `..`) failed somewhere.
+
+Effect tools are stricter than read tools (`check_write_path`): no `..` component at all, even one
+that stays inside, and nothing under `.git` (a hook written there would run code outside the
+allow-list).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from longrun.errors import ToolError, WorkspaceEscape
+
+SKIP_DIRS = frozenset({".git", "__pycache__", ".venv"})
+"""Directories listings and searches skip."""
+
+FORBIDDEN_WRITE_DIRS = frozenset({".git"})
+"""Path components effect tools never write under."""
+
+
+def confine(workspace: Path, path: str) -> Path:
+    """Resolve `path` relative to `workspace` and make sure it stays inside.
+
+    Args:
+        workspace: the run's workspace directory.
+        path: what the model asked for, relative to the workspace ("." is the workspace itself).
+
+    Returns:
+        The resolved absolute path (symlinks followed), inside the resolved workspace.
+
+    Raises:
+        WorkspaceEscape: the path holds a NUL byte, or resolves outside the workspace (`..`,
+            an absolute path elsewhere, a sibling directory sharing the name prefix, a symlink
+            pointing out).
+    """
+    if not isinstance(path, str):
+        raise WorkspaceEscape(f"path must be a string, got {type(path).__name__}")
+    if "\x00" in path:
+        raise WorkspaceEscape(f"path {path!r} contains a NUL byte; give a plain path relative to the workspace")
+    root = workspace.resolve()
+    try:
+        resolved = (root / path).resolve()
+    except (OSError, RuntimeError) as exc:  # symlink loops, over-long names
+        raise WorkspaceEscape(f"path {path!r} cannot be resolved inside the workspace: {exc}") from exc
+    if not resolved.is_relative_to(root):
+        raise WorkspaceEscape(
+            f"path {path!r} resolves to {str(resolved)!r}, outside the workspace; "
+            "give a path relative to the workspace that stays inside it (symlinks included)"
+        )
+    return resolved
+
+
+def relative(workspace: Path, resolved: Path) -> str:
+    """The workspace-relative POSIX form of a confined path, for output ("." for the root)."""
+    rel = resolved.relative_to(workspace.resolve()).as_posix()
+    return rel or "."
+
+
+def check_write_path(workspace: Path, path: str) -> Path:
+    """`confine` plus the rules for paths an effect tool writes to.
+
+    Raises:
+        WorkspaceEscape: as `confine`, or the path has a `..` component.
+        ToolError: the path is the workspace itself or lies under a forbidden directory (`.git`).
+    """
+    if isinstance(path, str) and ".." in PurePosixPath(path.replace("\\", "/")).parts:
+        raise WorkspaceEscape(
+            f"path {path!r} contains '..'; effect tools take a path relative to the workspace without '..'"
+        )
+    resolved = confine(workspace, path)
+    rel_parts = resolved.relative_to(workspace.resolve()).parts
+    if not rel_parts:
+        raise ToolError(f"path {path!r} is the workspace directory itself; name a file inside it")
+    bad = FORBIDDEN_WRITE_DIRS.intersection(rel_parts)
+    if bad:
+        raise ToolError(f"path {path!r} lies under {sorted(bad)[0]!r}, which tools may not write to")
+    return resolved
