@@ -1,1 +1,41 @@
-"""store"""
+"""The Postgres store: SQLAlchemy tables, migrations runner and the `Store` repository.
+
+Compare-and-set on task state, append-only hash-chained history (state versions, transcript,
+audit), content-addressed artifacts and projections. See `repository` for the rules every write
+follows and `tables` for where chain heads live.
+"""
+
+from longrun.store.engine import libpq_url, make_engine, sqlalchemy_url, with_database
+from longrun.store.migrate import alembic_config, current_revision, downgrade, head_revision, migrate
+from longrun.store.records import AuditRecord, ChainVerdict, RunRecord, StateVersionRecord, TranscriptRecord
+from longrun.store.repository import (
+    InvalidInputError,
+    StaleProjectionError,
+    Store,
+    translate_db_error,
+)
+from longrun.store.tables import APPEND_ONLY_TABLES, CHAINED_TABLES, Base
+
+__all__ = [
+    "APPEND_ONLY_TABLES",
+    "AuditRecord",
+    "Base",
+    "CHAINED_TABLES",
+    "ChainVerdict",
+    "InvalidInputError",
+    "RunRecord",
+    "StaleProjectionError",
+    "StateVersionRecord",
+    "Store",
+    "TranscriptRecord",
+    "alembic_config",
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "libpq_url",
+    "make_engine",
+    "migrate",
+    "sqlalchemy_url",
+    "translate_db_error",
+    "with_database",
+]

@@ -1,0 +1,225 @@
+"""The schema as typed SQLAlchemy ORM classes. The database changes only through the alembic
+migrations in `longrun/migrations/`; `tests/test_migrations.py` checks that they and this module
+describe the same schema.
+
+Where the chain heads live: each append-only, hash-chained table (`task_state_versions`,
+`transcript_entries`, `audit_events`) has a head hash and a row count on its `runs` row
+(`<chain>_head`, `<chain>_count`). Every append locks the `runs` row (`SELECT ... FOR UPDATE`),
+reads the head, inserts the new row chained to it and moves the head, all in one transaction. So
+appends to one run are serialized, sequence numbers are dense, and `verify_chain` can tell a
+deleted tail (the last row's hash is not the stored head) from a clean history.
+
+Hashed payloads are stored as `json` (not `jsonb`): `json` keeps the text exactly as written, so a
+payload read back parses to the same value it had when it was hashed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSON, JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from longrun.models.canonical import GENESIS_HASH
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+RUN_ID_MAX = 200
+ACTOR_MAX = 200
+HASH_LEN = 64
+
+APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events")
+"""Tables whose rows are never updated or deleted (a trigger refuses it)."""
+
+CHAINED_TABLES = ("task_state_versions", "transcript_entries", "audit_events")
+"""Append-only tables whose rows are hash-chained per run."""
+
+APPEND_ONLY_SQLSTATE = "LR001"
+"""SQLSTATE the append-only trigger raises; the store maps it to `AppendOnlyViolation`."""
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _now_col() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
+
+
+class RunRow(Base):
+    """One run: its spec, status and the heads of its three hash chains."""
+
+    __tablename__ = "runs"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), primary_key=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    model: Mapped[str] = mapped_column(String(300), nullable=False)
+    status: Mapped[str] = mapped_column(String(40), nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    parent_run_id: Mapped[str | None] = mapped_column(
+        String(RUN_ID_MAX), ForeignKey("runs.run_id"), nullable=True, index=True
+    )
+    calibration: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+    state_head: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False, server_default=GENESIS_HASH)
+    state_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    transcript_head: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False, server_default=GENESIS_HASH)
+    transcript_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    audit_head: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False, server_default=GENESIS_HASH)
+    audit_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    created_at: Mapped[datetime] = _now_col()
+    updated_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        CheckConstraint("status IN ('running', 'waiting_approval', 'paused', 'completed', 'failed', 'cancelled')",
+                        name="status_known"),
+        CheckConstraint("run_id <> ''", name="run_id_nonempty"),
+    )
+
+
+class TaskStateRow(Base):
+    """The head state of a run: the one row compare-and-set updates."""
+
+    __tablename__ = "task_states"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"), primary_key=True)
+    state_version: Mapped[int] = mapped_column(Integer, nullable=False)
+    state: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    updated_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (CheckConstraint("state_version >= 1", name="version_positive"),)
+
+
+class TaskStateVersionRow(Base):
+    """Every version a run's state ever had (append-only, hash-chained)."""
+
+    __tablename__ = "task_state_versions"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    version: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    actor: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+    prev_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+    hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "version"),
+        CheckConstraint("version >= 1", name="version_positive"),
+    )
+
+
+class TranscriptEntryRow(Base):
+    """One message of a run's conversation, in full (append-only, hash-chained)."""
+
+    __tablename__ = "transcript_entries"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(20), nullable=False)
+    content: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    token_estimate: Mapped[int] = mapped_column(Integer, nullable=False)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = _now_col()
+    prev_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+    hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "seq"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        CheckConstraint("role IN ('user', 'assistant')", name="role_known"),
+        CheckConstraint("token_estimate >= 0", name="token_estimate_nonnegative"),
+    )
+
+
+class ArtifactRow(Base):
+    """Content-addressed bytes (tool output, files), stored once per sha256."""
+
+    __tablename__ = "artifacts"
+
+    sha256: Mapped[str] = mapped_column(String(HASH_LEN), primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    media_type: Mapped[str] = mapped_column(String(200), nullable=False)
+    size: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        CheckConstraint("size = octet_length(data)", name="size_matches"),
+        CheckConstraint("sha256 ~ '^[0-9a-f]{64}$'", name="sha256_hex"),
+    )
+
+
+class ProjectionRow(Base):
+    """A compacted view of a run's transcript (append-only; the newest version is current)."""
+
+    __tablename__ = "projections"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    version: Mapped[int] = mapped_column(Integer)
+    base_state_version: Mapped[int] = mapped_column(Integer, nullable=False)
+    covers_through_seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    content: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    report: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "version"),
+        CheckConstraint("version >= 1", name="version_positive"),
+        CheckConstraint("covers_through_seq >= 0", name="covers_nonnegative"),
+    )
+
+
+class AuditEventRow(Base):
+    """One audit event (append-only, hash-chained); the audit is complete from Postgres alone."""
+
+    __tablename__ = "audit_events"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(60), nullable=False)
+    event: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    actor: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+    prev_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+    hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "seq"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+    )
+
+
+__all__ = [
+    "APPEND_ONLY_SQLSTATE",
+    "APPEND_ONLY_TABLES",
+    "ArtifactRow",
+    "AuditEventRow",
+    "Base",
+    "CHAINED_TABLES",
+    "NAMING_CONVENTION",
+    "ProjectionRow",
+    "RunRow",
+    "TaskStateRow",
+    "TaskStateVersionRow",
+    "TranscriptEntryRow",
+]
