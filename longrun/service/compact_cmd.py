@@ -1,0 +1,175 @@
+"""`longrun compact`: offline compaction of an Anthropic-format transcript, no database needed.
+
+    longrun compact TRANSCRIPT.jsonl [--state STATE.json] [--budget TOKENS] [--keep K]
+                    [--clear-at-least N] [--exclude-tools a,b] [--json]
+
+Runs the same pipeline as a run does (stages 0-3, extractive summary) and prints the projection
+exactly as it would be sent (state block included) with its report. Offline there is no artifact
+store: a cleared result references the sha256 of its content, and the report lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from longrun.context import Calibration, compact, estimate_request, fit_request, render_request
+from longrun.context.transcript import cleared_references
+from longrun.models.blocks import Message
+from longrun.models.context import TranscriptItem
+from longrun.models.spec import ContextPolicy
+from longrun.models.state import TaskState
+
+DEFAULT_WINDOW = 200_000
+OFFLINE_TARGET_RATIO = 0.9
+"""Offline the budget is the goal itself, so compaction aims just under it (10% margin)."""
+
+
+class UsageError(Exception):
+    """Bad arguments or input files: exit code 2."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `compact` on an argparse subparsers object."""
+    p = subparsers.add_parser("compact", help="compact an Anthropic-format transcript offline",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("transcript", help="JSONL file, one {\"role\", \"content\"} message per line")
+    p.add_argument("--state", help="TaskState JSON (or a subset: objective, constraints, next_action, ...)")
+    p.add_argument("--budget", type=int, help="most tokens the projection may take (default: 200k window less reserves)")
+    p.add_argument("--keep", type=int, help="newest tool uses whose results are never cleared (default 3)")
+    p.add_argument("--clear-at-least", type=int, dest="clear_at_least", help="clear only when this many tokens are freed")
+    p.add_argument("--exclude-tools", dest="exclude_tools", default="", help="comma list of tools never cleared")
+    p.add_argument("--json", action="store_true", help="print one JSON object {messages, report}")
+    p.set_defaults(func=run)
+    return p
+
+
+def load_transcript(path: Path) -> list[TranscriptItem]:
+    if not path.is_file():
+        raise UsageError(f"transcript not found: {path}")
+    items: list[TranscriptItem] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("not a JSON object")
+                msg = Message.from_wire({"role": data.get("role"), "content": data.get("content")})
+            except (ValueError, ValidationError) as exc:
+                first = str(exc).splitlines()[0]
+                raise UsageError(f"{path}:{lineno}: not an Anthropic message {{\"role\", \"content\"}}: {first}") from exc
+            items.append(TranscriptItem(seq=len(items) + 1, message=msg))
+    if not items:
+        raise UsageError(f"{path}: no messages")
+    return items
+
+
+def load_state(path: str | None, items: list[TranscriptItem]) -> TaskState:
+    """The TaskState from STATE.json, missing required fields filled: run_id "offline",
+    state_version 1, objective = the first user text (or a placeholder)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise UsageError(f"state file not found: {p}")
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise UsageError(f"{p}: not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise UsageError(f"{p}: expected a JSON object (a TaskState or a subset of its fields)")
+    first_text = next((m.message.text() for m in items if m.message.role == "user" and m.message.text().strip()), "")
+    data.setdefault("run_id", "offline")
+    data.setdefault("state_version", 1)
+    data.setdefault("objective", first_text[:2_000] or "(offline compaction: no objective given)")
+    try:
+        return TaskState.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(f"{path}: not a valid TaskState: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from exc
+
+
+def build(args: argparse.Namespace) -> dict[str, Any]:
+    """The projection as it would be sent and its report, as one JSON-able object."""
+    items = load_transcript(Path(args.transcript))
+    state = load_state(args.state, items)
+    fields: dict[str, Any] = {}
+    if args.keep is not None:
+        fields["keep"] = args.keep
+    if args.clear_at_least is not None:
+        fields["clear_at_least"] = args.clear_at_least
+    if args.exclude_tools:
+        fields["exclude_tools"] = [t.strip() for t in args.exclude_tools.split(",") if t.strip()]
+    try:
+        if args.budget is not None:
+            probe = ContextPolicy(**fields)
+            policy = ContextPolicy(**fields, budget=args.budget, trigger=max(500, args.budget), target_ratio=OFFLINE_TARGET_RATIO)
+            window = args.budget + probe.reserve_output + probe.headroom
+        else:
+            policy = ContextPolicy(**fields)
+            window = DEFAULT_WINDOW
+    except ValidationError as exc:
+        raise UsageError(f"bad option: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from exc
+    calibration = Calibration()
+    projection = compact(items, previous=None, state=state, policy=policy, window=window, trigger="offline",
+                         calibration=calibration)
+    request = render_request(model="offline", system="", projection=projection, new_items=items, state=state,
+                             tools=[], max_tokens=policy.reserve_output)
+    request, freed = fit_request(request, limit=policy.limit(window), calibration=calibration,
+                                 keep_min_tail_turns=policy.min_tail_turns)
+    report = projection.report.model_dump(mode="json")
+    final = estimate_request(request)
+    report.update({
+        "tokens_sent_estimated": final,
+        "freed_at_send": freed,
+        "messages_in": len(items),
+        "messages_out": len(request.messages),
+        "cleared": cleared_references(projection.messages),
+    })
+    return {"messages": [m.to_wire() for m in request.messages], "report": report}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit codes: 0 done, 2 usage (missing file, malformed line, bad state), 1 failure."""
+    try:
+        out = build(args)
+    except UsageError as exc:
+        print(f"longrun compact: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a CLI reports, it does not trace back
+        print(f"longrun compact: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    r = out["report"]
+    rows = [
+        ("messages in / out", f"{r['messages_in']} / {r['messages_out']}"),
+        ("budget", r["budget"]),
+        ("tokens before (est.)", r["tokens_before_estimated"]),
+        ("tokens after (est.)", r["tokens_after_estimated"]),
+        ("tokens sent (est.)", r["tokens_sent_estimated"]),
+        ("stages run", ", ".join(r["stages_run"])),
+        *((f"  freed by {k}", v) for k, v in r["freed_per_stage"].items()),
+        ("results cleared", r["cleared_results"]),
+        ("messages summarized", r["messages_summarized"]),
+        ("summary tokens", f"{r['summary_tokens']} ({r['summary_source']})"),
+        ("tail kept", f"{r['tail_messages']} messages, {r['tail_tokens']} tokens"),
+        ("dropped", r["dropped_messages"]),
+        ("outcome", r["outcome"]),
+        ("duration ms", r["duration_ms"]),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    if r["cleared"]:
+        print("\ncleared results (sha256 of the original content, tool, tokens):")
+        for c in r["cleared"]:
+            print(f"  {c['sha256']}  {c['tool']}  {c['tokens']}")
+    return 0
