@@ -1,0 +1,213 @@
+"""Secret redaction: secret-shaped strings never reach a model request, a summary or audit text.
+
+Each default pattern has a kind, and the replacement names it: `sk-ant-api03-...` becomes
+`[REDACTED:anthropic_key]`. Where a pattern has a group named `secret`, only that group is
+replaced, so context survives: `postgres://app:hunter2@db/x` becomes
+`postgres://app:[REDACTED:url_password]@db/x`, `API_KEY=abc123` becomes `API_KEY=[REDACTED:api_key]`.
+
+The patterns aim at secrets, not at code: ordinary identifiers, hex digests, UUIDs,
+`max_tokens=4096` and `password = request.form["password"]` stay as they are. Redaction is
+idempotent (redacting redacted text changes nothing).
+
+Extra patterns come from `LONGRUN_REDACT_PATTERNS`: regular expressions separated by newlines, or
+by commas outside brackets and braces (so `[a-z]{3,8}` survives) when the value has no newline.
+Each is redacted as `[REDACTED:custom]` (only its `secret` group, if it has one).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from longrun.errors import ConfigError
+
+ENV_VAR = "LONGRUN_REDACT_PATTERNS"
+
+
+@dataclass(frozen=True)
+class SecretPattern:
+    """One kind of secret. `hints`: literal substrings (lower-case) one of which any match
+    contains; text holding none of them skips the regex (the fast path on large text)."""
+
+    kind: str
+    regex: re.Pattern[str]
+    hints: tuple[str, ...] = ()
+
+
+def _p(kind: str, pattern: str, hints: tuple[str, ...] = (), flags: int = 0) -> SecretPattern:
+    return SecretPattern(kind, re.compile(pattern, flags), hints)
+
+
+# Start of a token: not preceded by a character that could continue it.
+_B = r"(?<![A-Za-z0-9_\-])"
+_E = r"(?![A-Za-z0-9_\-])"
+# An assignment: `KEY = value`, `KEY: value`, `"KEY": "value"`, `KEY=value` (not `==`, `!=`, `<=`).
+_ASSIGN = r"""["']?\s*(?<![=!<>])(?::|=)(?!=)\s*"""
+# A quoted literal, or an unquoted value with a digit or symbol in it (so `token=self.token` and
+# `password: str` are left alone) and no call/subscript/brace syntax.
+_VALUE = (
+    r"""(?:(?P<q>["'])(?P<secret>[^"'\r\n\[\]{}$<>]{4,})(?P=q)"""
+    r"""|(?P<secret2>(?=[^\s"'`,;&()\[\]{}<>$]*[0-9!@#%^*+/=~])[^\s"'`,;&()\[\]{}<>$]{4,}))"""
+)
+
+
+def _assignment(kind: str, keys: str, hints: tuple[str, ...]) -> SecretPattern:
+    return _p(kind, rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.\-]*?(?:{keys})){_ASSIGN}{_VALUE}", hints, re.IGNORECASE)
+
+
+DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
+    _p(
+        "private_key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s]*)",
+        ("private key-----",),
+    ),
+    _p("anthropic_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _E, ("sk-ant-",)),
+    _p("openai_key", _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _E, ("sk-",)),
+    _p("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])", ("akia", "asia", "abia", "acca")),
+    _p(
+        "aws_secret_key",
+        r"(?<![A-Za-z0-9])(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*[:=]\s*[\"']?"
+        r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        ("secret",),
+        re.IGNORECASE,
+    ),
+    _p("github_token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})" + _E, ("gh", "github_pat_")),
+    _p("slack_token", _B + r"xox[abposr]-[A-Za-z0-9\-]{10,}" + _E, ("xox",)),
+    _p("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+", ("hooks.slack.com",)),
+    _p("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}" + _E, ("eyj",)),
+    _p("bearer_token", r"(?<![A-Za-z0-9])bearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",), re.IGNORECASE),
+    _p(
+        "url_password",
+        r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^:/?#@\s\"'<>]*:(?P<secret>[^@/?#\s\"'<>\[\]]+)@",
+        ("://",),
+    ),
+    _assignment("password", r"password|passwd|passphrase|pwd", ("pass", "pwd")),
+    _assignment("api_key", r"api[_\-]?key|access[_\-]?key|private[_\-]?key|secret[_\-]?key", ("key",)),
+    _assignment("secret", r"client[_\-]?secret|secret", ("secret",)),
+    _assignment("token", r"token|credentials?", ("token", "credential")),
+)
+
+_SENSITIVE_KEY = re.compile(
+    r"(?:password|passwd|passphrase|secret|api[_\-]?key|access[_\-]?key|private[_\-]?key|token|credentials?)$",
+    re.IGNORECASE,
+)
+"""A JSON object key whose string value `redact_json` redacts whatever it looks like."""
+
+
+def split_patterns(value: str) -> list[str]:
+    """Split the environment variable's value into regexes (see the module docstring)."""
+    if "\n" in value:
+        parts = value.splitlines()
+    else:
+        parts, depth, cur, escaped = [], 0, "", False
+        for ch in value:
+            if escaped:
+                cur, escaped = cur + ch, False
+                continue
+            if ch == "\\":
+                cur, escaped = cur + ch, True
+                continue
+            if ch in "[{(":
+                depth += 1
+            elif ch in "]})" and depth:
+                depth -= 1
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+class Redactor:
+    """Replaces secret-shaped substrings. Patterns are compiled once; reuse the instance."""
+
+    def __init__(self, patterns: list[str] | None = None, *, include_defaults: bool = True) -> None:
+        """
+        Args:
+            patterns: extra regexes, redacted as `[REDACTED:custom]` (only a `secret` group, if any).
+            include_defaults: keep the built-in secret patterns (turn off only in tests).
+
+        Raises:
+            ConfigError: an extra pattern is not a valid regex or matches the empty string.
+        """
+        extra = []
+        for raw in patterns or []:
+            try:
+                rx = re.compile(raw)
+            except re.error as exc:
+                raise ConfigError(f"redaction pattern {raw!r} is not a valid regular expression: {exc}") from exc
+            if rx.fullmatch(""):
+                raise ConfigError(f"redaction pattern {raw!r} matches the empty string; make it specific")
+            extra.append(SecretPattern("custom", rx))
+        self.patterns: tuple[SecretPattern, ...] = (DEFAULT_PATTERNS if include_defaults else ()) + tuple(extra)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Redactor":
+        """The defaults plus the extra patterns of `LONGRUN_REDACT_PATTERNS`."""
+        env = os.environ if environ is None else environ
+        return cls(split_patterns(env.get(ENV_VAR, "")))
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret-shaped substring replaced by `[REDACTED:<kind>]`."""
+        if not text:
+            return text
+        lowered: str | None = None
+        for pat in self.patterns:
+            if pat.hints:
+                if lowered is None:
+                    lowered = text.lower()
+                if not any(h in lowered for h in pat.hints):
+                    continue
+            new = pat.regex.sub(functools.partial(_replace, pat.kind), text)
+            if new != text:
+                text, lowered = new, None
+        return text
+
+    def redact_json(self, value: Any) -> Any:
+        """A copy of a JSON-like value with every string redacted; a string under a key named like a
+        secret (`password`, `api_key`, `token`, ...) is replaced whole."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            out = {}
+            for k, v in value.items():
+                if isinstance(k, str) and isinstance(v, str) and v and _SENSITIVE_KEY.search(k):
+                    out[k] = v if v.startswith("[REDACTED:") else f"[REDACTED:{_key_kind(k)}]"
+                else:
+                    out[k] = self.redact_json(v)
+            return out
+        if isinstance(value, list):
+            return [self.redact_json(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.redact_json(v) for v in value)
+        return value
+
+
+def _key_kind(key: str) -> str:
+    k = key.lower()
+    for kind, words in (("password", ("pass",)), ("api_key", ("key",)), ("token", ("token", "credential"))):
+        if any(w in k for w in words):
+            return kind
+    return "secret"
+
+
+def _replace(kind: str, m: re.Match[str]) -> str:
+    label = f"[REDACTED:{kind}]"
+    groups = m.re.groupindex
+    for name in ("secret", "secret2"):
+        if name in groups and m.group(name) is not None:
+            start, end = m.span(name)
+            return m.string[m.start() : start] + label + m.string[end : m.end()]
+    return label
+
+
+@functools.lru_cache(maxsize=1)
+def default_redactor() -> Redactor:
+    """The process-wide redactor: defaults plus `LONGRUN_REDACT_PATTERNS` as read on first use."""
+    return Redactor.from_env()
