@@ -231,7 +231,9 @@ def _summarize(
     suffix = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
         suffix[i] = suffix[i + 1] + ests[i]
-    allowance = policy.max_summary_tokens + MESSAGE_OVERHEAD + BLOCK_OVERHEAD
+    max_tokens = min(policy.max_summary_tokens, max(200, target_est // 5))
+    user_cap = min(max(2_000, policy.tail_tokens // 2), max(200, target_est // 5))
+    allowance = max_tokens + user_cap + MESSAGE_OVERHEAD + BLOCK_OVERHEAD
     tail_budget = max(0, min(policy.tail_tokens, target_est - fixed - allowance))
     valid = [c for c in range(1, last + 1) if ok[c]]
     if not valid:
@@ -246,8 +248,7 @@ def _summarize(
     replaced = view[:cut]
     prev_body, prev_users = split_user_section(previous_summary)
     replaced_tokens = sum(ests[:cut]) + (estimate_text(prev_body) if prev_body else 0)
-    users = _cap_users(prev_users + user_texts(replaced), max(2_000, policy.tail_tokens // 2))
-    max_tokens = policy.max_summary_tokens
+    users = _cap_users(prev_users + user_texts(replaced), user_cap)
 
     body: str | None = None
     if summarizer is not None:
