@@ -56,7 +56,9 @@ _VALUE = (
 
 
 def _assignment(kind: str, keys: str, hints: tuple[str, ...]) -> SecretPattern:
-    return _p(kind, rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.\-]*?(?:{keys})){_ASSIGN}{_VALUE}", hints, re.IGNORECASE)
+    # Anchored on the keyword itself (any prefix, `DB_PASSWORD`, is fine): a literal start is what
+    # keeps these patterns fast on large text.
+    return _p(kind, rf"(?:{keys}){_ASSIGN}{_VALUE}", hints, re.IGNORECASE)
 
 
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (

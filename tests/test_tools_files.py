@@ -205,3 +205,8 @@ def test_apply_patch_refuses_non_utf8(ws: Path) -> None:
     (ws / "latin.txt").write_bytes(b"caf\xe9\n")
     with pytest.raises(ToolError, match="not valid UTF-8"):
         APPLY_PATCH.run({"path": "latin.txt", "old": "caf", "new": "x"}, ctx(ws))  # type: ignore[misc]
+
+
+def test_os_errors_become_tool_errors(ws: Path) -> None:
+    with pytest.raises(ToolError, match=r"write_file failed \('a.py/sub.txt'\)"):
+        WRITE_FILE.run({"path": "a.py/sub.txt", "content": "x"}, ctx(ws))  # type: ignore[misc]

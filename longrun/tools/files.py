@@ -12,11 +12,12 @@ functions decidable.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from longrun.errors import ToolError
 from longrun.models.state import NextAction
@@ -79,6 +80,23 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def os_errors_as_tool_errors(
+    fn: Callable[[dict[str, Any], ToolContext], ToolOutcome],
+) -> Callable[[dict[str, Any], ToolContext], ToolOutcome]:
+    """Turn an OSError (permissions, a file where a directory should be) into a ToolError for the
+    model instead of a crashed activity."""
+
+    @functools.wraps(fn)
+    def wrapper(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        try:
+            return fn(args, ctx)
+        except OSError as exc:
+            where = f" ({args['path']!r})" if isinstance(args.get("path"), str) else ""
+            raise ToolError(f"{fn.__name__.lstrip('_')} failed{where}: {exc.strerror or exc}") from exc
+
+    return wrapper
+
+
 def _path_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     try:
         confine(ctx.workspace, args.get("path", "."))
@@ -98,6 +116,7 @@ def _write_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
 # --- list_dir ---------------------------------------------------------------------------------
 
 
+@os_errors_as_tool_errors
 def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = args.get("path", ".")
     target = confine(ctx.workspace, path)
@@ -139,6 +158,7 @@ LIST_DIR = Tool(
 # --- read_file --------------------------------------------------------------------------------
 
 
+@os_errors_as_tool_errors
 def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = args["path"]
     offset = args.get("offset", 1)
@@ -207,6 +227,7 @@ READ_FILE = Tool(
 # --- write_file -------------------------------------------------------------------------------
 
 
+@os_errors_as_tool_errors
 def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     target = check_write_path(ctx.workspace, args["path"])
     if target.is_dir():
@@ -295,6 +316,7 @@ def _read_text_for_patch(target: Path, path: str) -> str:
         raise ToolError(f"{path!r} is not valid UTF-8 text; apply_patch edits text files only") from exc
 
 
+@os_errors_as_tool_errors
 def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path, old, new = args["path"], args["old"], args["new"]
     target = check_write_path(ctx.workspace, path)

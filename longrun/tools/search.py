@@ -16,7 +16,7 @@ from typing import Any, Iterator
 from longrun.errors import ToolError
 from longrun.tools._text import bounded_lines, decode, looks_binary
 from longrun.tools.base import Tool, ToolContext, ToolOutcome
-from longrun.tools.files import PATH_MAX, _path_check
+from longrun.tools.files import PATH_MAX, _path_check, os_errors_as_tool_errors
 from longrun.tools.paths import SKIP_DIRS, confine
 
 MAX_MATCHES = 500
@@ -47,6 +47,7 @@ def _glob_matches(glob: str, rel: str) -> bool:
     return fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], glob)
 
 
+@os_errors_as_tool_errors
 def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = args.get("path", ".")
     glob = args.get("glob")
