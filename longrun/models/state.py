@@ -90,6 +90,7 @@ class Effect(_Strict):
     idempotency_key: str = Field(min_length=1, max_length=300)
     attempts: int = Field(default=1, ge=1)
     detail: str = ""
+    before: str | None = Field(default=None, max_length=200, description="fingerprint of the target before the call")
 
 
 class ArtifactRef(_Strict):

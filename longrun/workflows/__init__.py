@@ -1,1 +1,1 @@
-"""workflows"""
+"""Temporal workflows: the durable agent run."""

@@ -1,0 +1,178 @@
+"""Shared plumbing of the activities: dependencies, cached run specs, tool-call lookup,
+heartbeats and retried state updates."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from longrun.errors import StaleStateError
+from longrun.models.blocks import ToolUseBlock
+from longrun.models.io import StateBrief, ToolCallRef
+from longrun.models.spec import RunSpec
+from longrun.models.state import TaskState
+from longrun.redact import Redactor, default_redactor
+from longrun.tools.base import ToolContext
+from longrun.activities.prompts import SYSTEM_PROMPT
+from longrun.context import Calibration, fit_request, render_request
+from longrun.models.context import TranscriptItem
+
+CAS_ATTEMPTS = 8
+OVERFLOW_SHRINK = 0.8
+"""Each retry after a provider overflow aims at this fraction of the previous limit."""
+
+
+def brief(state: TaskState) -> StateBrief:
+    return StateBrief(version=state.state_version, step=state.current_step.value, next_action=state.next_action.value)
+
+
+def action_id_for(run_id: str, turn: int, index: int) -> str:
+    """The idempotency key of a tool call: derived from run id, turn and call index."""
+    return f"{run_id}/t{turn}/c{index}"
+
+
+def parse_action_id(action_id: str) -> tuple[int, int]:
+    _, t, c = action_id.rsplit("/", 2)
+    return int(t[1:]), int(c[1:])
+
+
+@dataclass
+class Deps:
+    """What the activities need. `provider_for(model)` returns a provider (see longrun.providers)."""
+
+    store: Any
+    registry: Any
+    provider_for: Callable[[str], Any]
+    redactor: Redactor | None = None
+    heartbeat_every: float = 2.0
+
+
+class ActivityBase:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.store = deps.store
+        self.registry = deps.registry
+        self.redactor = deps.redactor or default_redactor()
+        self._specs: dict[str, RunSpec] = {}
+
+    def spec(self, run_id: str) -> RunSpec:
+        spec = self._specs.get(run_id)
+        if spec is None:
+            spec = self.store.load_spec(run_id)
+            self._specs[run_id] = spec
+        return spec
+
+    def tool_context(self, run_id: str, action_id: str = "", now: Any = None, before: str | None = None) -> ToolContext:
+        spec = self.spec(run_id)
+        return ToolContext(
+            run_id=run_id,
+            workspace=Path(spec.workspace),
+            allowed_commands=[list(a) for a in spec.allowed_commands],
+            command_timeout=float(spec.command_timeout_seconds),
+            action_id=action_id,
+            artifacts=self.store,
+            now=now,
+            before=before,
+        )
+
+    def tool_call(self, run_id: str, call: ToolCallRef) -> tuple[str, dict[str, Any]]:
+        """The tool name and arguments of a call, read back from the transcript."""
+        entries = self.store.transcript(run_id, after_seq=call.seq - 1, through_seq=call.seq)
+        if not entries:
+            raise ApplicationError(f"transcript entry {call.seq} of run {run_id} is missing", non_retryable=True)
+        for block in entries[0].message.content:
+            if isinstance(block, ToolUseBlock) and block.id == call.call_id:
+                return block.name, dict(block.input)
+        raise ApplicationError(f"tool call {call.call_id} not found in entry {call.seq}", non_retryable=True)
+
+    def tool_call_for_action(self, run_id: str, action_id: str) -> tuple[str, dict[str, Any]] | None:
+        """Find the tool_use an effect's action id points at (turn and call index)."""
+        turn, index = parse_action_id(action_id)
+        for entry in self.store.transcript(run_id):
+            if entry.role == "assistant" and entry.turn == turn:
+                uses = [b for b in entry.message.content if isinstance(b, ToolUseBlock)]
+                if index < len(uses):
+                    return uses[index].name, dict(uses[index].input)
+        return None
+
+    def update_head(
+        self, run_id: str, mutate: Callable[[TaskState], TaskState], actor: str, reason: str
+    ) -> TaskState:
+        """Compare-and-set on the current head, reloading on a lost race. For writers that
+        must land whatever moved (a human's approval, an operator's instruction)."""
+        last: StaleStateError | None = None
+        for _ in range(CAS_ATTEMPTS):
+            head = self.store.load_state(run_id)
+            try:
+                return self.store.update_state(run_id, head.state_version, mutate, actor, reason)
+            except StaleStateError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    def items(self, entries: list) -> list[TranscriptItem]:
+        return [TranscriptItem(seq=e.seq, message=e.message) for e in entries]
+
+    def calibration(self, run_id: str) -> Calibration:
+        data = self.store.get_calibration(run_id) or {}
+        try:
+            return Calibration.model_validate(data)
+        except ValueError:
+            return Calibration()
+
+    def build_request(self, run_id: str, overflow_retry: int = 0):
+        """Render the next request from Postgres and fit it under the hard limit."""
+        spec = self.spec(run_id)
+        provider = self.deps.provider_for(spec.model)
+        state = self.store.load_state(run_id)
+        projection = self.store.latest_projection(run_id)
+        after = projection.covers_through_seq if projection else 0
+        entries = self.store.transcript(run_id, after_seq=after)
+        request = render_request(
+            model=spec.model,
+            system=SYSTEM_PROMPT,
+            projection=projection,
+            new_items=self.items(entries),
+            state=state,
+            tools=self.registry.specs(),
+            max_tokens=min(spec.context.reserve_output, provider.info.max_output),
+        )
+        calibration = self.calibration(run_id)
+        limit = int(spec.context.limit(provider.info.window) * (OVERFLOW_SHRINK**overflow_retry))
+        request, _freed = fit_request(
+            request, limit=limit, calibration=calibration, keep_min_tail_turns=spec.context.min_tail_turns
+        )
+        return request, calibration, projection, entries, provider
+
+    @contextlib.contextmanager
+    def heartbeating(self) -> Iterator[None]:
+        """Heartbeat from a side thread while blocking work runs, so that a killed worker's
+        activity is retried after the heartbeat timeout instead of the start-to-close timeout."""
+        if not activity.in_activity():
+            yield
+            return
+        stop = threading.Event()
+        ctx = contextvars.copy_context()
+
+        def beat() -> None:
+            while not stop.wait(self.deps.heartbeat_every):
+                try:
+                    ctx.run(activity.heartbeat)
+                except Exception:  # noqa: BLE001 - a failed heartbeat must not kill the tool
+                    return
+
+        thread = threading.Thread(target=beat, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=1)

@@ -1,0 +1,181 @@
+"""Run-level activities: loading the run, audit events, approvals, turn commit, steering,
+asking a human, finishing."""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from longrun.activities.base import ActivityBase, brief
+from longrun.activities.names import (
+    ASK_HUMAN,
+    COMMIT_TURN,
+    FINISH_RUN,
+    GRANT_APPROVAL,
+    LOAD_RUN,
+    RECORD_EVENT,
+    STEER,
+)
+from longrun.context import estimate_message, estimate_request, should_compact
+from longrun.models.audit import ApprovalGranted, RunFinished, Steered
+from longrun.models.blocks import Message, ToolResultBlock
+from longrun.models.io import (
+    AskHumanInput,
+    CommitTurnInput,
+    CommitTurnResult,
+    FinishInput,
+    GrantInput,
+    LoadRunResult,
+    RecordEventInput,
+    RunRef,
+    StateBrief,
+    SteerInput,
+    SteerResult,
+)
+from longrun.models.state import Approval, NextAction, TaskState
+
+MAX_RESULT_CHARS_IN_TRANSCRIPT = 400_000
+"""A tool result longer than this is cut in the transcript (head and tail kept); the whole text
+stays in the artifact store under the reference the result names."""
+
+
+def _clip(text: str, sha: str | None) -> str:
+    if len(text) <= MAX_RESULT_CHARS_IN_TRANSCRIPT:
+        return text
+    half = MAX_RESULT_CHARS_IN_TRANSCRIPT // 2
+    return (
+        text[:half]
+        + f"\n[... {len(text) - 2 * half} characters omitted; read_artifact sha256={sha} has the whole output ...]\n"
+        + text[-half:]
+    )
+
+
+class RunActivities(ActivityBase):
+    @activity.defn(name=LOAD_RUN)
+    def load_run(self, inp: RunRef) -> LoadRunResult:
+        record = self.store.get_run(inp.run_id)
+        spec = record.spec
+        self._specs[inp.run_id] = spec
+        return LoadRunResult(
+            approvers=list(spec.approvers),
+            caps=spec.caps,
+            continue_as_new_every=spec.continue_as_new_every,
+            approval_ttl_seconds=spec.approval_ttl_seconds,
+            model=spec.model,
+            state=brief(self.store.load_state(inp.run_id)),
+            status=record.status,
+        )
+
+    @activity.defn(name=RECORD_EVENT)
+    def record_event(self, inp: RecordEventInput) -> None:
+        self.store.append_audit(inp.run_id, inp.event, actor=inp.actor)
+
+    @activity.defn(name=GRANT_APPROVAL)
+    def grant_approval(self, inp: GrantInput) -> StateBrief:
+        """Write a human's approval into TaskState (compare-and-set) and audit it. Idempotent."""
+
+        def mutate(state: TaskState) -> TaskState:
+            if any(a.id == inp.approval_id for a in state.approvals):
+                return state
+            approval = Approval(
+                id=inp.approval_id,
+                scope=inp.tool,
+                action_hash=inp.action_hash,
+                approved_by=inp.approver,
+                approved_at=inp.approved_at,
+                expires_at=inp.expires_at,
+            )
+            return state.model_copy(update={"approvals": [*state.approvals, approval]})
+
+        head = self.store.load_state(inp.run_id)
+        if any(a.id == inp.approval_id for a in head.approvals):
+            return brief(head)
+        new = self.update_head(inp.run_id, mutate, f"human:{inp.approver}", f"approval {inp.approval_id}")
+        self.store.append_audit(
+            inp.run_id,
+            ApprovalGranted(
+                approval_id=inp.approval_id, approver=inp.approver, expires_at=inp.expires_at, action_hash=inp.action_hash
+            ),
+            actor=f"human:{inp.approver}",
+        )
+        return brief(new)
+
+    @activity.defn(name=COMMIT_TURN)
+    def commit_turn(self, inp: CommitTurnInput) -> CommitTurnResult:
+        """Append the turn's tool results as one user message (full text by artifact reference),
+        then decide whether the compaction hook fires. Idempotent per turn."""
+        run_id = inp.run_id
+        seq = None
+        last = self.store.last_transcript_entry(run_id)
+        already = last is not None and last.role == "user" and last.turn == inp.turn and last.seq > inp.assistant_seq
+        if inp.results and not already:
+            blocks = []
+            for ref in inp.results:
+                if ref.artifact_sha256:
+                    text = self.store.get_artifact(ref.artifact_sha256).decode("utf-8", errors="replace")
+                else:
+                    text = ref.error_text or ""
+                block = ToolResultBlock(tool_use_id=ref.call_id, content=_clip(text, ref.artifact_sha256), is_error=ref.is_error)
+                extra = {"longrun_tool": ref.tool}
+                if ref.artifact_sha256:
+                    extra["longrun_artifact"] = ref.artifact_sha256
+                blocks.append(ToolResultBlock.model_validate({**block.model_dump(), **extra}))
+            message = Message(role="user", content=blocks)
+            seq = self.store.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=inp.turn)
+        elif already:
+            seq = last.seq
+        state = self.store.load_state(run_id)
+        spec = self.spec(run_id)
+        request, calibration, _p, _e, provider = self.build_request(run_id)
+        calibrated = calibration.apply(estimate_request(request))
+        trigger = should_compact(
+            calibrated,
+            policy=spec.context,
+            window=provider.info.window,
+            last_compaction_turn=inp.last_compaction_turn,
+            turn=inp.turn,
+            stage_boundary=inp.stage_boundary,
+        )
+        return CommitTurnResult(transcript_seq=seq, state=brief(state), request_tokens_calibrated=calibrated, compaction_trigger=trigger)
+
+    @activity.defn(name=STEER)
+    def steer(self, inp: SteerInput) -> SteerResult:
+        """A new user instruction: appended to the transcript; a constraint is also kept verbatim
+        in TaskState.constraints; a run waiting for a human goes back to inspecting."""
+        run_id = inp.run_id
+        text = inp.text
+        message = Message.user_text(("New constraint from the user: " if inp.constraint else "") + text)
+        seq = self.store.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=inp.turn)
+
+        def mutate(state: TaskState) -> TaskState:
+            update: dict = {}
+            if inp.constraint and text not in state.constraints:
+                update["constraints"] = [*state.constraints, text]
+            if state.next_action is NextAction.ask_human:
+                update["next_action"] = NextAction.inspect
+            return state.model_copy(update=update)
+
+        head = self.store.load_state(run_id)
+        state = head
+        if mutate(head) != head:
+            state = self.update_head(run_id, mutate, "human", "instruction via say")
+        self.store.append_audit(
+            run_id, Steered(text=self.redactor.redact(text), as_constraint=inp.constraint, transcript_seq=seq), actor="human"
+        )
+        return SteerResult(transcript_seq=seq, state=brief(state))
+
+    @activity.defn(name=ASK_HUMAN)
+    def ask_human(self, inp: AskHumanInput) -> StateBrief:
+        def mutate(state: TaskState) -> TaskState:
+            return state.model_copy(
+                update={"next_action": NextAction.ask_human, "notes": [*state.notes, f"waiting for a human: {inp.reason}"]}
+            )
+
+        return brief(self.update_head(inp.run_id, mutate, "workflow", f"ask_human: {inp.reason}"))
+
+    @activity.defn(name=FINISH_RUN)
+    def finish_run(self, inp: FinishInput) -> None:
+        record = self.store.get_run(inp.run_id)
+        if record.status == inp.status:
+            return
+        self.store.set_run_status(inp.run_id, inp.status, inp.reason)
+        self.store.append_audit(inp.run_id, RunFinished(status=inp.status, reason=self.redactor.redact(inp.reason)))

@@ -1,0 +1,284 @@
+"""Tool activities: the invariant gate, the effects ledger (intent, settle, reconcile) and the
+tool run itself."""
+
+from __future__ import annotations
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from longrun.activities.base import ActivityBase, action_id_for, brief
+from longrun.activities.names import GATE, RECONCILE, RECORD_INTENT, RUN_TOOL
+from longrun.errors import ToolError
+from longrun.invariants import GateFacts, evaluate
+from longrun.models.audit import EffectIntent, EffectSettled, GateVerdict, ToolRan
+from longrun.models.canonical import action_hash
+from longrun.models.io import (
+    GateInput,
+    GateResult,
+    IntentInput,
+    IntentResult,
+    ReconcileResult,
+    RunRef,
+    RunToolInput,
+    RunToolResult,
+    ToolResultRef,
+)
+from longrun.models.state import Effect, EffectStatus, NextAction, TaskState
+
+PREVIEW_CHARS = 300
+UNDECIDABLE = "EffectUndecidable"
+
+
+def _preview(arguments: dict) -> dict:
+    """Short argument values for status and audit; the full arguments stay in the transcript."""
+    out = {}
+    for key, value in arguments.items():
+        text = value if isinstance(value, str) else repr(value)
+        out[key] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"... ({len(text)} chars)"
+    return out
+
+
+def _settle(state: TaskState, action_id: str, status: EffectStatus, external_id: str | None, detail: str) -> TaskState:
+    effects = [
+        e.model_copy(update={"status": status, "external_id": external_id, "detail": detail[:500]})
+        if e.action_id == action_id
+        else e
+        for e in state.effects
+    ]
+    return state.model_copy(update={"effects": effects})
+
+
+class ToolActivities(ActivityBase):
+    @activity.defn(name=GATE)
+    def gate(self, inp: GateInput) -> GateResult:
+        """Check the invariants over the persisted state; audit the verdict."""
+        run_id = inp.run_id
+        spec = self.spec(run_id)
+        state = self.store.load_state(run_id)
+        name, arguments = self.tool_call(run_id, inp.call)
+        action_id = action_id_for(run_id, inp.turn, inp.call.index)
+        proposed = inp.proposed_version or state.state_version
+        ahash = action_hash(name, arguments, proposed)
+        kind, needs_approval, allowed, args_error, check_error = "unknown", False, frozenset(NextAction), None, None
+        try:
+            tool = self.registry.get(name)
+            kind, needs_approval, allowed = tool.kind, tool.needs_approval, tool.allowed_next_actions
+            arguments = self.registry.validate_arguments(name, arguments)
+            if tool.check is not None:
+                check_error = tool.check(arguments, self.tool_context(run_id, action_id, inp.now))
+        except ToolError as exc:
+            if kind == "unknown":
+                args_error = str(exc)
+            else:
+                args_error = args_error or str(exc)
+        missing = tuple(r.sha256 for r in state.artifact_refs if not self.store.has_artifact(r.sha256))
+        expired = any(a.action_hash == ahash for a in state.approvals) and state.approval_for(ahash, inp.now) is None
+        decision = evaluate(
+            GateFacts(
+                state=state,
+                expected_version=inp.expected_version,
+                original_objective=spec.objective,
+                tool_name=name,
+                tool_kind=kind,
+                needs_approval=needs_approval,
+                allowed_next_actions=allowed,
+                action_hash=ahash,
+                now=inp.now,
+                missing_artifacts=missing,
+                tool_check_error=check_error,
+                arguments_error=args_error,
+                expired_approval_for_action=expired,
+            )
+        )
+        reason = self.redactor.redact(decision.reason)
+        self.store.append_audit(
+            run_id,
+            GateVerdict(
+                action_id=action_id,
+                tool=name,
+                verdict=decision.verdict,
+                rule=decision.rule,
+                reason=reason,
+                action_hash=ahash,
+                state_version=state.state_version,
+            ),
+        )
+        return GateResult(
+            verdict=decision.verdict,
+            rule=decision.rule,
+            reason=reason,
+            action_id=action_id,
+            action_hash=ahash,
+            tool=name,
+            kind=kind,
+            arguments_preview=self.redactor.redact_json(_preview(arguments)),
+            state_version=state.state_version,
+        )
+
+    @activity.defn(name=RECORD_INTENT)
+    def record_intent(self, inp: IntentInput) -> IntentResult:
+        """Write the effect's intent (status unknown) before the call; count attempts; use up
+        the approval that covers it, in the same compare-and-set."""
+        attempt = 1
+        name, arguments = self.tool_call(inp.run_id, inp.call)
+        tool = self.registry.get(name)
+        before = None
+        if tool.fingerprint is not None:
+            before = tool.fingerprint(arguments, self.tool_context(inp.run_id, inp.action_id))
+
+        def mutate(state: TaskState) -> TaskState:
+            nonlocal attempt
+            existing = state.effect(inp.action_id)
+            effects = list(state.effects)
+            if existing is None:
+                effects.append(
+                    Effect(
+                        action_id=inp.action_id, tool=inp.tool, status=EffectStatus.unknown,
+                        idempotency_key=inp.action_id, before=before,
+                    )
+                )
+            else:
+                attempt = existing.attempts + 1
+                effects = [e.model_copy(update={"attempts": attempt}) if e.action_id == inp.action_id else e for e in effects]
+            approvals = state.approvals
+            if inp.uses_approval:
+                approvals = [
+                    a.model_copy(update={"used": True}) if a.action_hash == inp.action_hash and not a.used else a
+                    for a in approvals
+                ]
+            return state.model_copy(update={"effects": effects, "approvals": approvals})
+
+        new = self.update_head(inp.run_id, mutate, "ledger", f"intent {inp.action_id}")
+        self.store.append_audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=attempt))
+        return IntentResult(state_version=new.state_version, attempt=attempt)
+
+    @activity.defn(name=RUN_TOOL)
+    def run_tool(self, inp: RunToolInput) -> RunToolResult:
+        """Run one tool call. Effects: reconcile an unknown intent first (a retry after a crash
+        must not apply it twice), then run, then settle confirmed/none."""
+        run_id = inp.run_id
+        name, arguments = self.tool_call(run_id, inp.call)
+        tool = self.registry.get(name)
+        arguments = self.registry.validate_arguments(name, arguments)
+        ctx = self.tool_context(run_id, inp.action_id, inp.now)
+        effect_status = None
+        if tool.kind == "state":
+            try:
+                new = self.update_head(
+                    run_id, lambda s: tool.apply_state(s, arguments, inp.now), "model", f"{name} (turn {inp.turn})"
+                )
+                text, is_error = f"ok: {name} applied; state_version is now {new.state_version}", False
+            except ToolError as exc:
+                text, is_error = f"error: {exc}", True
+        elif tool.kind == "read":
+            text, is_error = self._run(tool, arguments, ctx)
+        else:
+            text, is_error, effect_status = self._run_effect(run_id, tool, arguments, ctx, inp)
+        ref = self._store_result(run_id, inp, name, text, is_error)
+        state = self.store.load_state(run_id)
+        return RunToolResult(result=ref, state=brief(state), effect_status=effect_status)
+
+    def _run(self, tool, arguments, ctx) -> tuple[str, bool]:
+        try:
+            with self.heartbeating():
+                outcome = tool.run(arguments, ctx)
+            return outcome.text, outcome.is_error
+        except ToolError as exc:
+            return f"error: {exc}", True
+
+    def _run_effect(self, run_id, tool, arguments, ctx, inp: RunToolInput):
+        state = self.store.load_state(run_id)
+        effect = state.effect(inp.action_id)
+        if effect is None:
+            raise ApplicationError(
+                f"no intent recorded for {inp.action_id}: effects run only after their intent", non_retryable=True
+            )
+        if effect.status is not EffectStatus.unknown:
+            return (
+                f"already {effect.status.value} (external id {effect.external_id}); not run again",
+                effect.status is EffectStatus.none,
+                effect.status.value,
+            )
+        retry = activity.in_activity() and activity.info().attempt > 1
+        if retry:
+            attempts = effect.attempts + 1
+            self.update_head(
+                run_id,
+                lambda s: s.model_copy(
+                    update={"effects": [e.model_copy(update={"attempts": attempts}) if e.action_id == inp.action_id else e for e in s.effects]}
+                ),
+                "ledger",
+                f"attempt {attempts} of {inp.action_id}",
+            )
+            self.store.append_audit(run_id, EffectIntent(action_id=inp.action_id, tool=tool.name, attempt=attempts))
+        if (retry or effect.attempts > 1) and tool.reconcile is not None:
+            verdict = tool.reconcile(arguments, self.tool_context(run_id, inp.action_id, inp.now, before=effect.before))
+            if verdict.status == "confirmed":
+                self._settle(run_id, inp.action_id, tool.name, EffectStatus.confirmed, verdict.external_id, "reconciled: " + verdict.detail, "reconciled")
+                return f"already applied (reconciled, external id {verdict.external_id})", False, "confirmed"
+            if verdict.status == "undecidable":
+                raise ApplicationError(
+                    f"cannot tell whether {inp.action_id} happened: {verdict.detail}", type=UNDECIDABLE, non_retryable=True
+                )
+        try:
+            with self.heartbeating():
+                outcome = tool.run(arguments, ctx)
+        except ToolError as exc:
+            self._settle(run_id, inp.action_id, tool.name, EffectStatus.none, None, str(exc), "ran")
+            return f"error: {exc}", True, "none"
+        status = EffectStatus.none if outcome.is_error else EffectStatus.confirmed
+        external = outcome.external_id or (None if outcome.is_error else inp.action_id)
+        self._settle(run_id, inp.action_id, tool.name, status, external, outcome.text.splitlines()[0][:200] if outcome.text else "", "ran")
+        return outcome.text, outcome.is_error, status.value
+
+    def _settle(self, run_id, action_id, tool_name, status, external_id, detail, how) -> None:
+        self.update_head(
+            run_id, lambda s: _settle(s, action_id, status, external_id, detail), "ledger", f"settle {action_id}: {status.value}"
+        )
+        self.store.append_audit(
+            run_id,
+            EffectSettled(
+                action_id=action_id, tool=tool_name, status=status.value, external_id=external_id, how=how,
+                detail=self.redactor.redact(detail)[:500],
+            ),
+        )
+
+    def _store_result(self, run_id, inp: RunToolInput, name: str, text: str, is_error: bool) -> ToolResultRef:
+        text = self.redactor.redact(text)
+        sha = self.store.put_artifact(text.encode("utf-8"))
+        first = text.splitlines()[0][:200] if text else ""
+        self.store.append_audit(
+            run_id,
+            ToolRan(tool=name, call_id=inp.call.call_id, is_error=is_error, artifact_sha256=sha, output_bytes=len(text.encode()), summary=first),
+        )
+        return ToolResultRef(call_id=inp.call.call_id, tool=name, is_error=is_error, artifact_sha256=sha)
+
+    @activity.defn(name=RECONCILE)
+    def reconcile(self, inp: RunRef) -> ReconcileResult:
+        """Resolve every `unknown` effect through its tool's reconcile function. What cannot be
+        decided stays unknown and the run asks a human (the gate denies new effects meanwhile)."""
+        run_id = inp.run_id
+        state = self.store.load_state(run_id)
+        unknown = state.unknown_effects()
+        confirmed = none = 0
+        undecidable: list[str] = []
+        for effect in unknown:
+            found = self.tool_call_for_action(run_id, effect.action_id)
+            tool = self.registry.get(effect.tool) if effect.tool in self.registry.names() else None
+            if found is None or tool is None or tool.reconcile is None:
+                undecidable.append(effect.action_id)
+                continue
+            _, arguments = found
+            verdict = tool.reconcile(arguments, self.tool_context(run_id, effect.action_id, before=effect.before))
+            if verdict.status == "undecidable":
+                undecidable.append(effect.action_id)
+                continue
+            status = EffectStatus.confirmed if verdict.status == "confirmed" else EffectStatus.none
+            self._settle(run_id, effect.action_id, effect.tool, status, verdict.external_id, "reconciled: " + verdict.detail, "reconciled")
+            if status is EffectStatus.confirmed:
+                confirmed += 1
+            else:
+                none += 1
+        return ReconcileResult(
+            checked=len(unknown), confirmed=confirmed, none=none, undecidable=undecidable, state=brief(self.store.load_state(run_id))
+        )

@@ -1,0 +1,105 @@
+"""The invariant gate: the rules checked over the *persisted* state before a tool call.
+
+Pure: the activity gathers the facts from Postgres and the workspace, this module decides.
+Rules (docs/ARCHITECTURE.md, "Invariant gate"):
+
+1. ``head``        the expected state_version is the head of this run;
+2. ``objective``   the objective is the one the run started with;
+3. ``step``        current_step is a known step;
+4. ``approval``    the tool is allowed under next_action, and an effect that needs approval is
+                   covered by an unused, unexpired approval bound to this exact action hash;
+5. ``effects``     no effect is ``unknown`` (reconcile first); every effect is coherent;
+6. ``artifacts``   every artifact reference points at stored content;
+7. ``evidence``    what the action depends on is checked against the workspace now, not against
+                   the transcript or a summary (the tool's own precondition check);
+plus ``tool``: the tool's own checks (workspace confinement, command allow-list).
+The first failing rule decides; every verdict is audited by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from longrun.models.state import EffectStatus, NextAction, Step, TaskState
+
+Verdict = Literal["allow", "needs_approval", "deny"]
+
+
+@dataclass(frozen=True)
+class GateFacts:
+    """Everything the rules look at, gathered by the gate activity."""
+
+    state: TaskState
+    expected_version: int
+    original_objective: str
+    tool_name: str
+    tool_kind: Literal["read", "effect", "state", "unknown"]
+    needs_approval: bool
+    allowed_next_actions: frozenset[NextAction]
+    action_hash: str
+    now: datetime
+    missing_artifacts: tuple[str, ...] = ()
+    tool_check_error: str | None = None
+    arguments_error: str | None = None
+    expired_approval_for_action: bool = False
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    verdict: Verdict
+    rule: str
+    reason: str
+
+
+def _deny(rule: str, reason: str) -> GateDecision:
+    return GateDecision("deny", rule, reason)
+
+
+def evaluate(f: GateFacts) -> GateDecision:
+    """Apply the rules in order; the first that fails decides."""
+    s = f.state
+    if f.tool_kind == "unknown":
+        return _deny("tool", f.arguments_error or f"unknown tool {f.tool_name!r}")
+    if f.arguments_error:
+        return _deny("tool", f.arguments_error)
+    if f.tool_kind != "effect":
+        # Read and state tools change nothing outside the run; they still must stay in the
+        # workspace (the tool's own check) and state tools go through compare-and-set.
+        if f.tool_check_error:
+            return _deny("tool", f.tool_check_error)
+        return GateDecision("allow", "read" if f.tool_kind == "read" else "state", "no external effect")
+
+    if s.state_version != f.expected_version:
+        return _deny("head", f"state moved: expected version {f.expected_version}, head is {s.state_version}")
+    if s.objective != f.original_objective:
+        return _deny("objective", "the objective differs from the one the run started with")
+    if not isinstance(s.current_step, Step):
+        return _deny("step", f"unknown current_step {s.current_step!r}")
+    if s.next_action not in f.allowed_next_actions:
+        allowed = ", ".join(sorted(a.value for a in f.allowed_next_actions))
+        return _deny(
+            "approval",
+            f"{f.tool_name} is not allowed while next_action is {s.next_action.value!r} (allowed under: {allowed}); "
+            "call set_next_action first",
+        )
+    unknown = [e.action_id for e in s.effects if e.status is EffectStatus.unknown]
+    if unknown:
+        return _deny("effects", f"unreconciled unknown effect(s): {', '.join(unknown)}; reconcile first")
+    for e in s.effects:
+        if e.idempotency_key != e.action_id:
+            return _deny("effects", f"effect {e.action_id} has idempotency key {e.idempotency_key}")
+        if e.status is EffectStatus.confirmed and not e.external_id:
+            return _deny("effects", f"effect {e.action_id} is confirmed without an external id")
+    if f.missing_artifacts:
+        return _deny("artifacts", f"artifact(s) missing from the store: {', '.join(f.missing_artifacts)}")
+    if f.tool_check_error:
+        return _deny("evidence", f.tool_check_error)
+    if f.needs_approval:
+        if s.approval_for(f.action_hash, f.now) is not None:
+            return GateDecision("allow", "approval", "covered by an unexpired approval bound to this action")
+        if f.expired_approval_for_action:
+            return _deny("approval", "the approval for this exact action has expired; it is never used")
+        return GateDecision("needs_approval", "approval", f"{f.tool_name} needs a human approval bound to this action")
+    return GateDecision("allow", "effects", "effect allowed: state is current and every effect is settled")

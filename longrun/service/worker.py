@@ -1,0 +1,88 @@
+"""A longrun worker: the run workflow and its activities on one task queue.
+
+Several workers may run at once, on one machine or many; they share nothing but Postgres and the
+Temporal server. Custom tools are registered on the registry before the worker starts:
+
+    registry = default_registry()
+    registry.register(Tool(name="notify", kind="effect", ...))
+    worker = build_worker(client, store, registry=registry)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from longrun.activities import AgentActivities, Deps
+from longrun.providers import get_provider
+from longrun.service.settings import Settings
+from longrun.store import Store
+from longrun.tools import ToolRegistry, default_registry
+from longrun.workflows.agent_run import AgentRunWorkflow
+
+ACTIVITY_THREADS = 32
+
+
+class ProviderCache:
+    """One provider object per model name, built from settings on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._cache: dict[str, Any] = {}
+
+    def __call__(self, model: str) -> Any:
+        if model not in self._cache:
+            self._cache[model] = get_provider(
+                model, api_key=self.settings.anthropic_api_key, base_url=self.settings.anthropic_base_url
+            )
+        return self._cache[model]
+
+
+def build_worker(
+    client: Client,
+    store: Store,
+    *,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    provider_for: Callable[[str], Any] | None = None,
+    task_queue: str | None = None,
+    heartbeat_every: float = 2.0,
+) -> Worker:
+    settings = settings or Settings.from_env()
+    deps = Deps(
+        store=store,
+        registry=registry or default_registry(),
+        provider_for=provider_for or ProviderCache(settings),
+        heartbeat_every=heartbeat_every,
+    )
+    activities = AgentActivities(deps)
+    return Worker(
+        client,
+        task_queue=task_queue or settings.task_queue,
+        workflows=[AgentRunWorkflow],
+        activities=activities.all(),
+        activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="longrun-activity"),
+        max_concurrent_activities=ACTIVITY_THREADS,
+    )
+
+
+async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None) -> None:
+    """Run a worker in the foreground until SIGINT/SIGTERM."""
+    from longrun.service.client import connect, open_store
+
+    settings = settings or Settings.from_env()
+    client = await connect(settings)
+    store = open_store(settings)
+    worker = build_worker(client, store, settings=settings, registry=registry)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; Ctrl-C stops it", flush=True)
+        await stop.wait()

@@ -1,0 +1,82 @@
+"""A test harness for whole runs: an in-process worker on a unique task queue, real Postgres,
+the real Temporal dev server, and helpers to wait for what a user would wait for."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from longrun.models.io import StatusQueryResult
+from longrun.models.spec import RunSpec
+from longrun.service import client as api
+from longrun.service.settings import Settings
+from longrun.service.worker import ProviderCache, build_worker
+from longrun.store import Store
+from longrun.tools import ToolRegistry, default_registry
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+
+
+def copy_sample(name: str, dest: Path) -> Path:
+    target = dest / name
+    shutil.copytree(SAMPLES / name, target)
+    return target
+
+
+class Harness:
+    def __init__(self, client: Client, store: Store, task_queue: str) -> None:
+        self.client = client
+        self.store = store
+        self.task_queue = task_queue
+
+    async def start(self, spec: RunSpec, run_id: str | None = None) -> str:
+        return await api.start_run(self.client, self.store, spec, task_queue=self.task_queue, run_id=run_id)
+
+    async def status(self, run_id: str) -> StatusQueryResult:
+        result = await api.query_status(self.client, run_id)
+        assert result is not None, f"workflow {run_id} not found"
+        return result
+
+    async def wait_for(
+        self, run_id: str, predicate: Callable[[StatusQueryResult], bool], timeout: float = 60.0, what: str = "condition"
+    ) -> StatusQueryResult:
+        deadline = asyncio.get_running_loop().time() + timeout
+        last = None
+        while asyncio.get_running_loop().time() < deadline:
+            last = await self.status(run_id)
+            if predicate(last):
+                return last
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; last status: {last}")
+
+    async def result(self, run_id: str, timeout: float = 120.0):
+        return await asyncio.wait_for(self.client.get_workflow_handle(run_id).result(), timeout)
+
+
+@asynccontextmanager
+async def running_worker(
+    client: Client,
+    store: Store,
+    *,
+    provider: Any | None = None,
+    registry: ToolRegistry | None = None,
+    task_queue: str | None = None,
+):
+    """An in-process worker; `provider` replaces every model (else the real provider table)."""
+    task_queue = task_queue or f"tq-{uuid.uuid4().hex[:10]}"
+    settings = Settings.from_env()
+    provider_for = (lambda _model: provider) if provider is not None else ProviderCache(settings)
+    worker = build_worker(
+        client, store, settings=settings, registry=registry or default_registry(), provider_for=provider_for,
+        task_queue=task_queue, heartbeat_every=0.5,
+    )
+    async with worker:
+        yield Harness(client, store, task_queue)
