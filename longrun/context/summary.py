@@ -13,7 +13,7 @@ import re
 from typing import Protocol, Sequence
 
 from longrun.context.tokens import estimate_text
-from longrun.context.transcript import ARTIFACT_KEY, TOOL_KEY, extra, input_preview
+from longrun.context.transcript import TOOL_KEY, artifact_sha, extra, input_preview
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.models.state import EffectStatus, NextAction, TaskState
 
@@ -134,11 +134,10 @@ class ExtractiveSummarizer:
                     progress.append(f"- {_sentence(b.text)}")
                 elif isinstance(b, ToolResultBlock):
                     use = uses.get(b.tool_use_id)
-                    sha = extra(b, ARTIFACT_KEY)
-                    if sha:
-                        tool = extra(b, TOOL_KEY) or (use.name if use else "tool")
-                        args = _key_arg(use.input) if use else ""
-                        artifacts.append(f"- sha256:{sha} = {tool} {args}".rstrip())
+                    sha = artifact_sha(b)
+                    tool = extra(b, TOOL_KEY) or (use.name if use else "tool")
+                    args = _key_arg(use.input) if use else ""
+                    artifacts.append(f"- sha256:{sha} = {tool} {args}".rstrip())
         prev_facts = prev.get("Facts", [])
         files = _prev_list(prev_facts, "files") + files
         commands = _prev_list(prev_facts, "commands") + commands
@@ -243,3 +242,11 @@ def join_user_section(body: str, texts: Sequence[str]) -> str:
     if not texts:
         return body
     return body + "\n\n" + USER_SECTION + "\n" + "\n".join(f"<user_message>\n{t}\n</user_message>" for t in texts)
+
+
+_SUMMARY_REF = re.compile(r"^- sha256:([0-9a-f]{64}) = (\S+)", re.M)
+
+
+def summary_references(summary: str | None) -> list[dict[str, str]]:
+    """The artifacts an extractive summary names (results summarized away): sha256 and tool."""
+    return [{"sha256": m.group(1), "tool": m.group(2), "stage": "summarized"} for m in _SUMMARY_REF.finditer(summary or "")]

@@ -36,6 +36,7 @@ BLOCK_OVERHEAD = 11
 TOOL_BLOCK_OVERHEAD = 30
 """Extra tokens per tool_use / tool_result block (ids, names, wrapping), fitted on real sessions."""
 IMAGE_TOKENS = 1_600
+MIN_WEIGHT = 0.2
 REQUEST_OVERHEAD = 8
 
 _SAMPLE = 2_000
@@ -144,10 +145,11 @@ def estimate_request(request: ModelRequest) -> int:
 class Calibration(BaseModel):
     """Per-run correction factor: provider-reported input tokens / our estimate, smoothed.
 
-    The first sample is taken whole; later ones are averaged in with weight 1/2, so a steady
-    tokenizer difference is matched to within 3% after about four requests while one odd
-    request (a cache anomaly, a retried call) cannot swing the estimate by more than half.
-    Observations are clamped to [0.25, 4] so that a bogus report cannot poison a run."""
+    A running mean of the observed ratios for the first five samples, then an exponential
+    average with weight `MIN_WEIGHT`: a steady tokenizer difference is matched after the first
+    request, noise (real per-request ratios scatter by 10-15%) averages out, and a drift in
+    content (prose turning into logs) is still followed within a few requests. Observations are
+    clamped to [0.25, 4] so that a bogus report cannot poison a run."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -163,5 +165,5 @@ class Calibration(BaseModel):
         if estimated <= 0 or actual <= 0:
             return self
         observed = min(4.0, max(0.25, actual / estimated))
-        weight = 0.5 if self.samples else 1.0
+        weight = max(MIN_WEIGHT, 1.0 / (self.samples + 1))
         return Calibration(ratio=self.ratio * (1 - weight) + observed * weight, samples=self.samples + 1)

@@ -148,3 +148,38 @@ def cleared_references(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 out.append({"sha256": extra(b, ARTIFACT_KEY), "tool": extra(b, TOOL_KEY), "tool_use_id": b.tool_use_id,
                             "tokens": extra(b, ORIGINAL_TOKENS_KEY), "stage": extra(b, CLEARED_KEY)})
     return out
+
+
+def normalize_pairs(messages: Sequence[Message]) -> tuple[list[Message], int]:
+    """Move every tool_result to the user message right after its tool_use (creating it when
+    needed), as the API requires. Transcripts converted from other clients sometimes deliver a
+    parallel call's result one turn late; longrun's own transcripts never need this.
+    Returns the messages and how many results were moved."""
+    owner: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            for b in m.content:
+                if isinstance(b, ToolUseBlock):
+                    owner[b.id] = i
+    late: dict[int, list[Any]] = {}
+    moved = 0
+    out: list[list[Any]] = [list(m.content) for m in messages]
+    for i, m in enumerate(messages):
+        for b in m.content:
+            if isinstance(b, ToolResultBlock) and b.tool_use_id in owner and owner[b.tool_use_id] != i - 1:
+                late.setdefault(owner[b.tool_use_id], []).append(b)
+                out[i].remove(b)
+                moved += 1
+    if not moved:
+        return list(messages), 0
+    result: list[Message] = []
+    for i, m in enumerate(messages):
+        if out[i]:
+            result.append(Message.model_construct(role=m.role, content=out[i]))
+        if i in late:
+            nxt = i + 1
+            if nxt < len(messages) and messages[nxt].role == "user":
+                out[nxt] = [*late[i], *out[nxt]]
+            else:
+                result.append(Message.model_construct(role="user", content=late[i]))
+    return merge_same_role(result), moved

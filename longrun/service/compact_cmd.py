@@ -19,7 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from longrun.context import Calibration, compact, estimate_request, fit_request, render_request
-from longrun.context.transcript import cleared_references
+from longrun.context.summary import summary_references
+from longrun.context.transcript import cleared_references, normalize_pairs
 from longrun.models.blocks import Message
 from longrun.models.context import TranscriptItem
 from longrun.models.spec import ContextPolicy
@@ -50,9 +51,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def load_transcript(path: Path) -> list[TranscriptItem]:
+    """The transcript's messages as items (seq 1..n), tool results moved next to their tool_use
+    where another client delivered them late (see `normalize_pairs`)."""
     if not path.is_file():
         raise UsageError(f"transcript not found: {path}")
-    items: list[TranscriptItem] = []
+    messages: list[Message] = []
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -65,10 +68,11 @@ def load_transcript(path: Path) -> list[TranscriptItem]:
             except (ValueError, ValidationError) as exc:
                 first = str(exc).splitlines()[0]
                 raise UsageError(f"{path}:{lineno}: not an Anthropic message {{\"role\", \"content\"}}: {first}") from exc
-            items.append(TranscriptItem(seq=len(items) + 1, message=msg))
-    if not items:
+            messages.append(msg)
+    if not messages:
         raise UsageError(f"{path}: no messages")
-    return items
+    messages, _ = normalize_pairs(messages)
+    return [TranscriptItem(seq=i + 1, message=m) for i, m in enumerate(messages)]
 
 
 def load_state(path: str | None, items: list[TranscriptItem]) -> TaskState:
@@ -130,7 +134,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "freed_at_send": freed,
         "messages_in": len(items),
         "messages_out": len(request.messages),
-        "cleared": cleared_references(projection.messages),
+        "cleared": cleared_references(projection.messages) + summary_references(projection.summary),
     })
     return {"messages": [m.to_wire() for m in request.messages], "report": report}
 
@@ -169,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     if r["cleared"]:
-        print("\ncleared results (sha256 of the original content, tool, tokens):")
+        print("\ncleared results (sha256 of the original content, tool, stage, tokens):")
         for c in r["cleared"]:
-            print(f"  {c['sha256']}  {c['tool']}  {c['tokens']}")
+            print(f"  {c['sha256']}  {c['tool']}  {c['stage']}  {c.get('tokens', '')}")
     return 0
