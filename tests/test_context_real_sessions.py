@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from longrun.context import Calibration, compact, estimate_message, estimate_request, fit_request, render_request
-from longrun.context.enforce import fit_request as _fit  # noqa: F401  (same object, imported for clarity)
 from longrun.context.microcompact import microcompact
 from longrun.context.trim import trim_heavy
 from longrun.models import ContextPolicy, Message, TaskState, TranscriptItem
