@@ -6,6 +6,7 @@ the real API where longrun depends on it:
 
 - replays queued responses (`enqueue_response`, `enqueue_text`, `enqueue_tool_use`), else asks a
   policy (`set_policy(callable)`: request body dict -> response body dict), else answers "ok";
+  `scripted_policy()` answers like longrun's offline scripted agent;
 - counts tokens with its own tokenizer (`fake_token_count`), deliberately *different* from
   longrun's estimator, so calibration is tested against something else;
 - answers 400 `invalid_request_error` "prompt is too long: N tokens > M maximum" above `window`;
@@ -276,7 +277,7 @@ class FakeAnthropic:
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="fake-anthropic", daemon=True)
         self._thread.start()
         return self
 
@@ -496,6 +497,34 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def scripted_policy() -> Policy:
+    """A policy that answers like longrun's offline `scripted` agent: lets a test run a whole
+    review with model `anthropic:<id>` over real HTTP. Usage is still the fake's own."""
+    from longrun.models.blocks import Message
+    from longrun.models.provider import ModelRequest, ToolSpec
+    from longrun.providers.scripted import ScriptedProvider
+
+    agent = ScriptedProvider()
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        system = body.get("system") or ""
+        if isinstance(system, list):
+            system = "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+        request = ModelRequest(
+            model=str(body.get("model", DEFAULT_MODEL)),
+            system=system,
+            messages=[Message.from_wire(m) for m in body.get("messages", [])],
+            tools=[ToolSpec(name=t["name"], description=t.get("description", ""), input_schema=t.get("input_schema", {}))
+                   for t in body.get("tools") or []],
+            max_tokens=int(body.get("max_tokens", 4096)),
+        )
+        response = agent.complete(request)
+        return {"content": [b.model_dump(mode="json", exclude_none=True) for b in response.content],
+                "stop_reason": response.stop_reason}
+
+    return policy
+
+
 __all__ = [
     "DEFAULT_WINDOW",
     "FakeAPIError",
@@ -503,6 +532,7 @@ __all__ = [
     "RecordedRequest",
     "fake_token_count",
     "request_token_stream",
+    "scripted_policy",
     "text_response",
     "tool_use_response",
     "validate_tool_pairing",
