@@ -128,6 +128,10 @@ def test_prompt_too_long_is_context_overflow(provider: AnthropicProvider, fake_a
     with pytest.raises(ContextOverflow, match="prompt is too long"):
         provider.complete(_request(_with_state(TextBlock(text="word " * 100))))
     assert fake_anthropic.requests[-1].status == 400
+    fake_anthropic.window = 200_000
+    fake_anthropic.fail_next(413, message="Request exceeds the maximum allowed number of bytes.")
+    with pytest.raises(ContextOverflow, match="413"):
+        provider.complete(_request(_with_state()))
 
 
 def test_context_window_exceeded_stop_is_context_overflow(provider: AnthropicProvider, fake_anthropic: FakeAnthropic) -> None:

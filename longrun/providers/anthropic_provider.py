@@ -3,8 +3,9 @@
 One attempt per call (`max_retries=0`): Temporal owns retries, and a second retry layer in the
 SDK would multiply attempts and hide `retry-after` from the activity. Errors become
 `RetryableProviderError` (408/409/429/5xx/529 and connection failures, with the server's
-`retry-after`), `ContextOverflow` (400 "prompt is too long", or a `model_context_window_exceeded`
-stop) or `FatalProviderError` (other 4xx, with the API's own message).
+`retry-after`), `ContextOverflow` (400 "prompt is too long", 413 request_too_large, or a
+`model_context_window_exceeded` stop) or `FatalProviderError` (other 4xx, with the API's own
+message).
 
 Before anything is sent, the request is checked and cleaned (`to_api_payload`): consecutive
 same-role messages are merged, keys starting with `longrun_` (longrun's bookkeeping on transcript
@@ -274,8 +275,9 @@ def map_api_error(exc: anthropic.APIError) -> ProviderError:
         status = exc.status_code
         message = exc.api_message or str(exc)
         kind = exc.type or "error"
-        if status == 400 and "prompt is too long" in message.lower():
-            return ContextOverflow(f"the API refused the request as too long: {message}")
+        if (status == 400 and "prompt is too long" in message.lower()) or status == 413:
+            # 413 request_too_large (bytes, not tokens) is cured the same way: a smaller request.
+            return ContextOverflow(f"the API refused the request as too long ({status}): {message}")
         if status in RETRYABLE_STATUS or status >= 500:
             return RetryableProviderError(
                 f"Anthropic API {status} {kind}: {message}", status=status, retry_after=_retry_after(exc.response.headers)
