@@ -6,8 +6,10 @@ per-class ratio; `Calibration` then scales it by what the provider reported for 
 
 The ratios and overheads were fitted (least squares on relative error) to the request-to-request
 deltas of the five real sessions in ../shared/data/real-sessions; their sum is within 1-2% on
-three of them and 12-17% low on the other two, which is why per-run calibration exists.
-`tests/test_context_tokens.py` prints the figures.
+three of them and 11-17% low on the other two, which is why per-run calibration exists. (Richer
+features - word, digit, punctuation and newline counts - fitted no better across sessions: one
+session stays 13-19% low whatever the features, so the correction has to come from the run.)
+`python -m bench.run` (BENCHMARKS.md) and `tests/test_context_real_sessions.py` print the figures.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ BLOCK_OVERHEAD = 11
 TOOL_BLOCK_OVERHEAD = 30
 """Extra tokens per tool_use / tool_result block (ids, names, wrapping), fitted on real sessions."""
 IMAGE_TOKENS = 1_600
-MIN_WEIGHT = 0.2
+DECAY = 0.9
+"""Weight left to an observation of `Calibration` after each newer one (memory of about ten)."""
 REQUEST_OVERHEAD = 8
 
 _SAMPLE = 2_000
@@ -143,27 +146,38 @@ def estimate_request(request: ModelRequest) -> int:
 
 
 class Calibration(BaseModel):
-    """Per-run correction factor: provider-reported input tokens / our estimate, smoothed.
+    """Per-run correction factor: provider-reported input tokens / our estimate, token-weighted.
 
-    A running mean of the observed ratios for the first five samples, then an exponential
-    average with weight `MIN_WEIGHT`: a steady tokenizer difference is matched after the first
-    request, noise (real per-request ratios scatter by 10-15%) averages out, and a drift in
-    content (prose turning into logs) is still followed within a few requests. Observations are
-    clamped to [0.25, 4] so that a bogus report cannot poison a run."""
+    The ratio is `actual_sum / estimated_sum` over the observations so far, each older
+    observation's weight multiplied by `DECAY` per new one. Token-weighted, because what a
+    trigger or a budget needs right is the sum: a per-request mean of ratios lets many small,
+    noisy requests (a short prose turn scatters by 10-30%) outvote the few large ones that hold
+    most of the tokens (on the real sessions' deltas that mean left 4-11% of the sum
+    uncorrected; the token-weighted ratio leaves 0.4-4.6%). The decay still follows a drift in
+    content (prose turning into logs) within about ten requests. For whole-request totals, as a run
+    reports them, each observation is already a sum over the conversation, so the ratio is in
+    effect the latest requests' own. Observations are clamped to [0.25, 4] so that a bogus
+    report cannot poison a run; zero or negative reports are ignored."""
 
     model_config = ConfigDict(extra="forbid")
 
     ratio: float = 1.0
     samples: int = 0
+    estimated_sum: float = 0.0
+    actual_sum: float = 0.0
 
     def apply(self, estimated: int) -> int:
         return int(round(estimated * self.ratio))
 
     def update(self, estimated: int, actual: int) -> "Calibration":
         """A new calibration after the provider reported `actual` input + cache tokens for a
-        request we estimated at `estimated`."""
+        request (or a part of one) we estimated at `estimated`."""
         if estimated <= 0 or actual <= 0:
             return self
         observed = min(4.0, max(0.25, actual / estimated))
-        weight = max(MIN_WEIGHT, 1.0 / (self.samples + 1))
-        return Calibration(ratio=self.ratio * (1 - weight) + observed * weight, samples=self.samples + 1)
+        est_sum, act_sum = self.estimated_sum, self.actual_sum
+        if est_sum <= 0 and self.samples > 0:  # a ratio set by hand or stored before the sums existed
+            est_sum, act_sum = float(estimated), estimated * self.ratio
+        est_sum = est_sum * DECAY + estimated
+        act_sum = act_sum * DECAY + estimated * observed
+        return Calibration(ratio=act_sum / est_sum, samples=self.samples + 1, estimated_sum=est_sum, actual_sum=act_sum)
