@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -79,6 +79,9 @@ from longrun.store.tables import (
 )
 
 T = TypeVar("T")
+
+_RUNS = RunRow.__table__
+_TASK_STATES = TaskStateRow.__table__
 
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 MAX_ATTEMPTS = 5
@@ -246,13 +249,24 @@ class Store:
             raise RunNotFoundError(run_id)
 
     @staticmethod
-    def _lock_run(session: Session, run_id: str) -> RunRow:
-        row = session.scalars(
-            select(RunRow).where(RunRow.run_id == run_id).with_for_update().execution_options(populate_existing=True)
+    def _lock_run(session: Session, run_id: str) -> Any:
+        """Lock the run row for an append and return its chain heads (a Core row: cheap on the
+        hot path of compare-and-set)."""
+        t = _RUNS
+        row = session.execute(
+            select(t.c.run_id, t.c.state_head, t.c.state_count, t.c.transcript_head, t.c.transcript_count,
+                   t.c.audit_head, t.c.audit_count)
+            .where(t.c.run_id == run_id).with_for_update()
         ).one_or_none()
         if row is None:
             raise RunNotFoundError(run_id)
         return row
+
+    @staticmethod
+    def _move_head(session: Session, run_id: str, chain: str, digest: str, count: int) -> None:
+        session.execute(
+            update(_RUNS).where(_RUNS.c.run_id == run_id).values({f"{chain}_head": digest, f"{chain}_count": count})
+        )
 
     # ------------------------------------------------------------------ runs
 
@@ -420,10 +434,10 @@ class Store:
         """
 
         def tx(s: Session) -> TaskState:
-            row = s.get(TaskStateRow, run_id)
-            if row is None:
+            data = s.scalar(select(_TASK_STATES.c.state).where(_TASK_STATES.c.run_id == run_id))
+            if data is None:
                 raise RunNotFoundError(run_id)
-            return self._parse_state(run_id, row.state, "head state")
+            return self._parse_state(run_id, data, "head state")
 
         return self._tx("load_state", tx)
 
@@ -472,13 +486,14 @@ class Store:
             stored = state.model_copy(update={"state_version": version, "updated_at": now})
             payload = stored.model_dump(mode="json")
             _check_size("state", payload, MAX_STATE_BYTES, "keep large content in artifacts and reference it")
+            t = _TASK_STATES
             res = s.execute(
-                update(TaskStateRow)
-                .where(TaskStateRow.run_id == run_id, TaskStateRow.state_version == expected_version)
+                update(t)
+                .where(t.c.run_id == run_id, t.c.state_version == expected_version)
                 .values(state_version=version, state=payload, updated_at=now)
             )
             if res.rowcount != 1:  # type: ignore[attr-defined]
-                actual = s.scalar(select(TaskStateRow.state_version).where(TaskStateRow.run_id == run_id))
+                actual = s.scalar(select(t.c.state_version).where(t.c.run_id == run_id))
                 if actual is None:
                     raise RunNotFoundError(run_id)
                 raise StaleStateError(run_id, expected_version, actual)
@@ -515,15 +530,14 @@ class Store:
 
     @staticmethod
     def _append_state_version(
-        s: Session, run: RunRow, version: int, state_json: Any, actor: str, reason: str, now: datetime
+        s: Session, run: Any, version: int, state_json: Any, actor: str, reason: str, now: datetime
     ) -> None:
         prev = run.state_head
         digest = chain_hash(prev, state_version_payload(run.run_id, version, state_json, actor, reason, now))
-        s.add(TaskStateVersionRow(run_id=run.run_id, version=version, state=state_json, actor=actor, reason=reason,
-                                  created_at=now, prev_hash=prev, hash=digest))
-        run.state_head = digest
-        run.state_count = version
-        s.flush()
+        s.execute(insert(TaskStateVersionRow.__table__).values(
+            run_id=run.run_id, version=version, state=state_json, actor=actor, reason=reason, created_at=now,
+            prev_hash=prev, hash=digest))
+        Store._move_head(s, run.run_id, "state", digest, version)
 
     def state_history(self, run_id: str) -> list[StateVersionRecord]:
         """Every version of the run's state, oldest first."""
@@ -579,12 +593,10 @@ class Store:
             digest = chain_hash(
                 prev, transcript_payload(run_id, seq, msg.role, content, token_estimate, usage_json, turn, now)
             )
-            s.add(TranscriptEntryRow(run_id=run_id, seq=seq, role=msg.role, content=content,
-                                     token_estimate=token_estimate, usage=usage_json, turn=turn, created_at=now,
-                                     prev_hash=prev, hash=digest))
-            run.transcript_head = digest
-            run.transcript_count = seq
-            s.flush()
+            s.execute(insert(TranscriptEntryRow.__table__).values(
+                run_id=run_id, seq=seq, role=msg.role, content=content, token_estimate=token_estimate,
+                usage=usage_json, turn=turn, created_at=now, prev_hash=prev, hash=digest))
+            self._move_head(s, run_id, "transcript", digest, seq)
             return seq
 
         return self._tx("append_transcript", tx)
@@ -759,17 +771,16 @@ class Store:
         return self._tx("append_audit", tx)
 
     @staticmethod
-    def _append_audit(s: Session, run: RunRow, event: Any, actor: str, now: datetime) -> int:
+    def _append_audit(s: Session, run: Any, event: Any, actor: str, now: datetime) -> int:
         data = event.model_dump(mode="json")
         _check_size("event", data, MAX_EVENT_BYTES, "audit events carry references, not content")
         seq = run.audit_count + 1
         prev = run.audit_head
         digest = chain_hash(prev, audit_payload(run.run_id, seq, event.kind, data, actor, now))
-        s.add(AuditEventRow(run_id=run.run_id, seq=seq, kind=event.kind, event=data, actor=actor, created_at=now,
-                            prev_hash=prev, hash=digest))
-        run.audit_head = digest
-        run.audit_count = seq
-        s.flush()
+        s.execute(insert(AuditEventRow.__table__).values(
+            run_id=run.run_id, seq=seq, kind=event.kind, event=data, actor=actor, created_at=now,
+            prev_hash=prev, hash=digest))
+        Store._move_head(s, run.run_id, "audit", digest, seq)
         return seq
 
     def audit(self, run_id: str) -> list[AuditRecord]:
