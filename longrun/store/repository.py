@@ -558,7 +558,23 @@ class Store:
 
         return self._tx("state_history", tx)
 
+    def ping(self) -> None:
+        """Raise if the database does not answer (used before telling a user the stack runs)."""
+        self._tx("ping", lambda s: s.execute(select(1)).scalar_one())
+
     # ------------------------------------------------------------------ transcript
+
+    def last_transcript_entry(self, run_id: str) -> TranscriptRecord | None:
+        """The newest transcript entry of a run, or None for an empty transcript. Activities use
+        it to stay idempotent per turn (a retried model call or commit finds its own entry)."""
+
+        def tx(s: Session) -> int | None:
+            self._require_run(s, run_id)
+            return s.scalar(select(func.max(TranscriptEntryRow.seq)).where(TranscriptEntryRow.run_id == run_id))
+
+        last = self._tx("last_transcript_entry", tx)
+        return None if not last else self.transcript(run_id, after_seq=last - 1, through_seq=last)[0]
+
 
     def append_transcript(
         self,
