@@ -29,7 +29,7 @@ def _created_at() -> sa.Column:
 
 
 def _run_fk(table: str) -> sa.ForeignKeyConstraint:
-    return sa.ForeignKeyConstraint(["run_id"], ["runs.run_id"], name=f"fk_{table}_run_id_runs")
+    return sa.ForeignKeyConstraint(["run_id"], ["runs.run_id"], name=op.f(f"fk_{table}_run_id_runs"))
 
 
 def upgrade() -> None:
@@ -52,13 +52,13 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.CheckConstraint(
             "status IN ('running', 'waiting_approval', 'paused', 'completed', 'failed', 'cancelled')",
-            name="ck_runs_status_known",
+            name=op.f("ck_runs_status_known"),
         ),
-        sa.CheckConstraint("run_id <> ''", name="ck_runs_run_id_nonempty"),
-        sa.ForeignKeyConstraint(["parent_run_id"], ["runs.run_id"], name="fk_runs_parent_run_id_runs"),
-        sa.PrimaryKeyConstraint("run_id", name="pk_runs"),
+        sa.CheckConstraint("run_id <> ''", name=op.f("ck_runs_run_id_nonempty")),
+        sa.ForeignKeyConstraint(["parent_run_id"], ["runs.run_id"], name=op.f("fk_runs_parent_run_id_runs")),
+        sa.PrimaryKeyConstraint("run_id", name=op.f("pk_runs")),
     )
-    op.create_index("ix_runs_parent_run_id", "runs", ["parent_run_id"])
+    op.create_index(op.f("ix_runs_parent_run_id"), "runs", ["parent_run_id"])
 
     op.create_table(
         "task_states",
@@ -66,9 +66,9 @@ def upgrade() -> None:
         sa.Column("state_version", sa.Integer(), nullable=False),
         sa.Column("state", postgresql.JSONB(), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
-        sa.CheckConstraint("state_version >= 1", name="ck_task_states_version_positive"),
+        sa.CheckConstraint("state_version >= 1", name=op.f("ck_task_states_version_positive")),
         _run_fk("task_states"),
-        sa.PrimaryKeyConstraint("run_id", name="pk_task_states"),
+        sa.PrimaryKeyConstraint("run_id", name=op.f("pk_task_states")),
     )
 
     op.create_table(
@@ -81,9 +81,9 @@ def upgrade() -> None:
         _created_at(),
         sa.Column("prev_hash", sa.String(64), nullable=False),
         sa.Column("hash", sa.String(64), nullable=False),
-        sa.CheckConstraint("version >= 1", name="ck_task_state_versions_version_positive"),
+        sa.CheckConstraint("version >= 1", name=op.f("ck_task_state_versions_version_positive")),
         _run_fk("task_state_versions"),
-        sa.PrimaryKeyConstraint("run_id", "version", name="pk_task_state_versions"),
+        sa.PrimaryKeyConstraint("run_id", "version", name=op.f("pk_task_state_versions")),
     )
 
     op.create_table(
@@ -98,11 +98,11 @@ def upgrade() -> None:
         _created_at(),
         sa.Column("prev_hash", sa.String(64), nullable=False),
         sa.Column("hash", sa.String(64), nullable=False),
-        sa.CheckConstraint("seq >= 1", name="ck_transcript_entries_seq_positive"),
-        sa.CheckConstraint("role IN ('user', 'assistant')", name="ck_transcript_entries_role_known"),
-        sa.CheckConstraint("token_estimate >= 0", name="ck_transcript_entries_token_estimate_nonnegative"),
+        sa.CheckConstraint("seq >= 1", name=op.f("ck_transcript_entries_seq_positive")),
+        sa.CheckConstraint("role IN ('user', 'assistant')", name=op.f("ck_transcript_entries_role_known")),
+        sa.CheckConstraint("token_estimate >= 0", name=op.f("ck_transcript_entries_token_estimate_nonnegative")),
         _run_fk("transcript_entries"),
-        sa.PrimaryKeyConstraint("run_id", "seq", name="pk_transcript_entries"),
+        sa.PrimaryKeyConstraint("run_id", "seq", name=op.f("pk_transcript_entries")),
     )
 
     op.create_table(
@@ -112,9 +112,9 @@ def upgrade() -> None:
         sa.Column("media_type", sa.String(200), nullable=False),
         sa.Column("size", sa.Integer(), nullable=False),
         _created_at(),
-        sa.CheckConstraint("size = octet_length(data)", name="ck_artifacts_size_matches"),
-        sa.CheckConstraint("sha256 ~ '^[0-9a-f]{64}$'", name="ck_artifacts_sha256_hex"),
-        sa.PrimaryKeyConstraint("sha256", name="pk_artifacts"),
+        sa.CheckConstraint("size = octet_length(data)", name=op.f("ck_artifacts_size_matches")),
+        sa.CheckConstraint("sha256 ~ '^[0-9a-f]{64}$'", name=op.f("ck_artifacts_sha256_hex")),
+        sa.PrimaryKeyConstraint("sha256", name=op.f("pk_artifacts")),
     )
 
     op.create_table(
@@ -126,10 +126,10 @@ def upgrade() -> None:
         sa.Column("content", postgresql.JSONB(), nullable=False),
         sa.Column("report", postgresql.JSONB(), nullable=False),
         _created_at(),
-        sa.CheckConstraint("version >= 1", name="ck_projections_version_positive"),
-        sa.CheckConstraint("covers_through_seq >= 0", name="ck_projections_covers_nonnegative"),
+        sa.CheckConstraint("version >= 1", name=op.f("ck_projections_version_positive")),
+        sa.CheckConstraint("covers_through_seq >= 0", name=op.f("ck_projections_covers_nonnegative")),
         _run_fk("projections"),
-        sa.PrimaryKeyConstraint("run_id", "version", name="pk_projections"),
+        sa.PrimaryKeyConstraint("run_id", "version", name=op.f("pk_projections")),
     )
 
     op.create_table(
@@ -142,9 +142,9 @@ def upgrade() -> None:
         _created_at(),
         sa.Column("prev_hash", sa.String(64), nullable=False),
         sa.Column("hash", sa.String(64), nullable=False),
-        sa.CheckConstraint("seq >= 1", name="ck_audit_events_seq_positive"),
+        sa.CheckConstraint("seq >= 1", name=op.f("ck_audit_events_seq_positive")),
         _run_fk("audit_events"),
-        sa.PrimaryKeyConstraint("run_id", "seq", name="pk_audit_events"),
+        sa.PrimaryKeyConstraint("run_id", "seq", name=op.f("pk_audit_events")),
     )
 
     op.execute(
