@@ -20,6 +20,7 @@ from longrun.service.settings import Settings
 from longrun.service.worker import ProviderCache, build_worker
 from longrun.store import Store
 from longrun.tools import ToolRegistry, default_registry
+from longrun.workflows.agent_run import AgentRunWorkflow
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
@@ -58,7 +59,8 @@ class Harness:
         raise AssertionError(f"timed out waiting for {what}; last status: {last}")
 
     async def result(self, run_id: str, timeout: float = 120.0):
-        return await asyncio.wait_for(self.client.get_workflow_handle(run_id).result(), timeout)
+        handle = self.client.get_workflow_handle_for(AgentRunWorkflow.run, run_id)
+        return await asyncio.wait_for(handle.result(), timeout)
 
 
 @asynccontextmanager
