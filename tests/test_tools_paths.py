@@ -121,4 +121,15 @@ def test_paths_inside_pass_check(ws: Path) -> None:
     for name, args in _path_calls("src/app.py"):
         if name == "list_dir":
             args = {"path": "src"}
+        if name == "apply_patch":
+            args = {**args, "old": "print"}
         assert registry.get(name).check(args, ctx) is None, name  # type: ignore[misc]
+
+
+def test_patch_check_wants_the_old_text_in_the_file_now(ws: Path) -> None:
+    """Gate rule 7: evidence comes from the workspace, not from what the model was told."""
+    check = default_registry().get("apply_patch").check
+    ctx = ToolContext(run_id="r", workspace=ws)
+    assert "occurs 0 times" in (check({"path": "src/app.py", "old": "secret", "new": "x"}, ctx) or "")  # type: ignore[misc]
+    (ws / "src" / "app.py").write_text("print('hi')\nprint('hi')\n")
+    assert "occurs 2 times" in (check({"path": "src/app.py", "old": "print('hi')", "new": "x"}, ctx) or "")  # type: ignore[misc]

@@ -113,6 +113,23 @@ def _write_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     return None
 
 
+def _patch_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    """Gate rule 7 (evidence): the text to replace must be in the file *now*, exactly once. What
+    the model read earlier, or what a summary says the file holds, is not evidence."""
+    refusal = _write_check(args, ctx)
+    if refusal:
+        return refusal
+    target = confine(ctx.workspace, args.get("path", ""))
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot read {args.get('path')!r} to check the patch: {exc}"
+    n = count_occurrences(text, args.get("old", ""))
+    if n != 1:
+        return f"the text to replace occurs {n} times in {args.get('path')!r} now (exactly 1 needed); read the file again"
+    return None
+
+
 # --- list_dir ---------------------------------------------------------------------------------
 
 
@@ -400,7 +417,7 @@ APPLY_PATCH = Tool(
     kind="effect",
     needs_approval=True,
     run=_apply_patch,
-    check=_write_check,
+    check=_patch_check,
     reconcile=_patch_reconcile,
     fingerprint=_patch_fingerprint,
     allowed_next_actions=EDIT_ACTIONS,
