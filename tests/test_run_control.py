@@ -1,0 +1,57 @@
+"""pause, resume, cancel and say behave as named; a constraint given through `say` is kept in
+TaskState verbatim and reaches the model in the state block."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from longrun.errors import ApprovalError
+from longrun.models.spec import RunSpec
+from longrun.service import client as api
+from tests.support.harness import running_worker
+from tests.support.policy import PlanProvider
+
+pytestmark = pytest.mark.slow
+
+CONSTRAINT = "Never touch files under vendor/ — they are generated (see ADR-7)."
+
+
+async def test_pause_say_resume_cancel(store, temporal_client, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    provider = PlanProvider(plan=[[("read_file", {"path": "a.txt"})]] * 400)
+    async with running_worker(temporal_client, store, provider=provider) as h:
+        run_id = await h.start(RunSpec(objective="read a lot", workspace=str(ws)))
+        await h.wait_for(run_id, lambda s: s.turn >= 2)
+        assert "paused" in await api.control(h.client, run_id, "pause")
+        paused = await h.wait_for(run_id, lambda s: s.status == "paused")
+        await asyncio.sleep(1.0)
+        still = await h.status(run_id)
+        assert still.turn == paused.turn and still.status == "paused", "a paused run takes no turns"
+
+        await api.say(h.client, run_id, CONSTRAINT, constraint=True)
+        await h.wait_for(run_id, lambda s: CONSTRAINT in store.load_state(run_id).constraints, what="the constraint")
+        assert (await h.status(run_id)).status == "paused", "say does not resume a paused run"
+
+        await api.control(h.client, run_id, "resume")
+        resumed = await h.wait_for(run_id, lambda s: s.turn > still.turn + 2, what="turns after resume")
+        assert resumed.status == "running"
+        state_block_texts = [m.content[-1].text for m in provider.requests[-2:] for m in [m.messages[-1]]]
+        assert any(CONSTRAINT in t for t in state_block_texts), "the constraint reaches the model verbatim"
+
+        await api.control(h.client, run_id, "cancel")
+        result = await h.result(run_id)
+        assert result.status == "cancelled"
+        with pytest.raises(ApprovalError, match="already finished|cancelled"):
+            await api.say(h.client, run_id, "too late")
+
+    assert store.get_run(run_id).status == "cancelled"
+    kinds = [r.kind for r in store.audit(run_id)]
+    assert kinds.count("run_control") == 3 and "steered" in kinds and kinds[-1] == "run_finished"
+    steered = [r.event for r in store.audit(run_id) if r.kind == "steered"][0]
+    assert steered.text == CONSTRAINT and steered.as_constraint
+    # the instruction is in the transcript too, as a user message
+    assert any(CONSTRAINT in e.message.text() for e in store.transcript(run_id) if e.role == "user")
