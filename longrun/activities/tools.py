@@ -111,7 +111,8 @@ class ToolActivities(ActivityBase):
             action_hash=ahash,
             tool=name,
             kind=kind,
-            arguments_preview=self.redactor.redact_json(_preview(arguments)),
+            # only a pending approval shows its arguments; nothing else of the transcript crosses Temporal
+            arguments_preview=self.redactor.redact_json(_preview(arguments)) if decision.verdict == "needs_approval" else {},
             state_version=state.state_version,
         )
 
