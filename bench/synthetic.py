@@ -368,6 +368,8 @@ class ModeResult:
     compactions: int = 0
     facts_retained: int = 0
     facts_total: int = 0
+    facts_kept: dict[str, list[int]] = field(default_factory=dict)  # where -> [kept, planted]
+    kept_markers: set[str] = field(default_factory=set)
     constraints_kept: int = 0
     constraints_total: int = 0
     forbidden: int = 0
@@ -564,9 +566,20 @@ class Driver:
         refs = {m.group(1) for m in _SHA.finditer(text)}
         reachable = [self.artifacts[s] for s in refs if s in self.artifacts]
         self.r.facts_total = len(self.s.facts)
-        self.r.facts_retained = sum(1 for f in self.s.facts if f.marker in text or any(f.marker in a for a in reachable))
+        for f in self.s.facts:
+            kept = f.marker in text or any(f.marker in a for a in reachable)
+            self.r.facts_retained += kept
+            if kept:
+                self.r.kept_markers.add(f.marker)
+            tally = self.r.facts_kept.setdefault(f.where, [0, 0])
+            tally[0] += kept
+            tally[1] += 1
         self.r.constraints_total = len(self.s.constraint_turns)
         self.r.constraints_kept = self.r.constraints_total - len(self.lost)
+
+
+def _kept(r: ModeResult, f: Fact) -> bool:
+    return f.marker in r.kept_markers
 
 
 def _is_summary(m: Message) -> bool:
@@ -629,6 +642,15 @@ def run(turns: int = 320, facts: int = 45, scale: float = 1.0) -> Section:
                  f"{r.over_window}/{r.requests}", r.compactions,
                  f"{r.facts_retained}/{r.facts_total} ({pct(r.facts_retained / r.facts_total, 0)})",
                  f"{r.constraints_kept}/{r.constraints_total}", f"{r.forbidden}/{r.temptations}", r.orphans)
+    wheres = sorted({f.where for f in scn.facts})
+    facts_table = Table("Synthetic run: facts retained at the end, by where they were planted",
+                        ["mode", *wheres, "planted in the first half", "planted in the second half"])
+    half = turns // 2
+    for mode, r in results.items():
+        early = [f for f in scn.facts if f.turn <= half]
+        facts_table.add(mode, *(f"{r.facts_kept[w][0]}/{r.facts_kept[w][1]}" for w in wheres),
+                        f"{sum(1 for f in early if _kept(r, f))}/{len(early)}",
+                        f"{sum(1 for f in scn.facts if f.turn > half and _kept(r, f))}/{len(scn.facts) - len(early)}")
     cpu = Table("Synthetic run: compaction CPU time, ms per 100k tokens of input (mean, max over calls)",
                 ["mode", "stage 0 trim", "stage 1 microcompact", "stage 3 fit_request (every request)", "whole compact()"])
     for mode in ("microcompact", "full"):
@@ -668,5 +690,5 @@ def run(turns: int = 320, facts: int = 45, scale: float = 1.0) -> Section:
     ]
     cpu.notes += ["CPU (process) time of each call as the run made it, divided by the tokens (estimated) it processed; "
                   "stage 0 and 1 timed inside compact() (and directly in microcompact mode)."]
-    return Section("synthetic", [main, cpu, targets], seconds=time.perf_counter() - t0,
+    return Section("synthetic", [main, facts_table, cpu, targets], seconds=time.perf_counter() - t0,
                    reproduce=f"python -m bench.run --only synthetic  (run(turns={turns}, facts={facts}, scale={scale}))")

@@ -1,0 +1,117 @@
+"""`python -m bench.run` (what `make bench` runs): every benchmark, tables on stdout, progress on
+stderr, and BENCHMARKS.md written at the repository root.
+
+    python -m bench.run                       # all four, writes BENCHMARKS.md
+    python -m bench.run --only synthetic      # one (or a comma list); BENCHMARKS.md is not written
+    python -m bench.run --output /tmp/b.md    # write elsewhere
+
+A benchmark that cannot run here (no real sessions, no `temporal` binary, a failure) is skipped
+with its reason printed and written; the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from bench.report import Section, machine, progress
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ("synthetic", "real_sessions", "store", "orchestration")
+
+
+def _runner(name: str) -> Callable[[], Section]:
+    if name == "synthetic":
+        from bench import synthetic
+
+        return synthetic.run
+    if name == "real_sessions":
+        from bench import real_sessions
+
+        return real_sessions.run
+    if name == "store":
+        from bench import store
+
+        return store.run
+    if name == "orchestration":
+        from bench import orchestration
+
+        return orchestration.run
+    raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(ORDER)}")
+
+
+def run_one(name: str) -> Section:
+    progress(f"{name}: starting")
+    t0 = time.perf_counter()
+    try:
+        section = _runner(name)()
+    except Exception as exc:  # noqa: BLE001 - one failing benchmark must not hide the others
+        traceback.print_exc(file=sys.stderr)
+        section = Section(name, skipped=f"failed: {type(exc).__name__}: {exc}")
+    section.seconds = section.seconds or time.perf_counter() - t0
+    progress(f"{name}: {'skipped: ' + section.skipped if section.skipped else 'done'} ({section.seconds:.1f} s)")
+    return section
+
+
+def markdown(sections: list[Section], command: str, total: float, info: dict[str, str]) -> str:
+    out = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (`python -m bench.run`, source in `bench/`); every figure below was measured in "
+        "the run that wrote this file. Targets are issue 7's; each figure is printed with its ratio to its floor or "
+        "reference.",
+        "",
+        f"- command: `{command}`",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; total {total:.0f} s",
+        *(f"- {k}: {v}" for k, v in info.items()),
+        "",
+        "Reproduce: `make bench` (all; about that long on the machine above), or one benchmark with "
+        "`.venv/bin/python -m bench.run --only NAME` (NAME: " + ", ".join(ORDER) + "). The synthetic scenario is "
+        "seeded, so its token figures repeat exactly; timings and throughputs vary with the machine and its load.",
+        "",
+    ]
+    for s in sections:
+        out.append(f"## {s.name}")
+        out.append("")
+        if s.skipped:
+            out += [f"Skipped: {s.skipped}", ""]
+            continue
+        out += [f"Took {s.seconds:.1f} s. Reproduce: `{s.reproduce}`.", ""]
+        for t in s.tables:
+            out += [t.markdown(), ""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help=f"comma list of benchmarks ({', '.join(ORDER)})")
+    parser.add_argument("--output", help="where to write the markdown (default: BENCHMARKS.md when all run)")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",")] if args.only else list(ORDER)
+    for n in names:
+        if n not in ORDER:
+            parser.error(f"unknown benchmark {n!r}; choose from {', '.join(ORDER)}")
+    info = machine()
+    progress(f"machine: {info['cpu']}, {info['cores']}, {info['memory']}")
+    t0 = time.perf_counter()
+    sections = [run_one(n) for n in names]
+    total = time.perf_counter() - t0
+    for s in sections:
+        print(f"\n## {s.name}" + (f": skipped: {s.skipped}" if s.skipped else f" ({s.seconds:.1f} s)"))
+        for t in s.tables:
+            print()
+            print(t.text())
+    output = args.output or (None if args.only else str(ROOT / "BENCHMARKS.md"))
+    if output:
+        command = "python -m bench.run" + (f" {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
+        Path(output).write_text(markdown(sections, command.strip(), total, info) + "\n")
+        progress(f"wrote {output} (total {total:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

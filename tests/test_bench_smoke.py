@@ -1,0 +1,65 @@
+"""Smoke test of the benchmarks: each module runs on tiny parameters and prints the table rows
+`make bench` relies on. Nothing here is timed; the speed targets live in `bench/` only."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import orchestration, real_sessions, store, synthetic
+from bench.run import markdown
+
+
+def test_synthetic_prints_every_mode_and_every_target() -> None:
+    section = synthetic.run(turns=40, facts=9, scale=0.05)
+    main, facts, cpu, targets = section.tables
+    assert [r[0] for r in main.rows] == list(synthetic.MODES)
+    assert [r[0] for r in facts.rows] == list(synthetic.MODES)
+    assert [r[0] for r in cpu.rows] == ["microcompact", "full"]
+    assert len(targets.rows) == 7 and all(r[2] in ("met", "MISSED") for r in targets.rows)
+    none, full = main.row("none"), main.row("full")
+    assert none[1].endswith("(1.00x)") and full[7] == "0/" + full[7].split("/")[1], "with the constraint pinned in the state block, the forbidden action is never attempted"
+    assert main.row("full")[8] == "0", "no request may orphan a tool pair"
+
+
+def test_synthetic_policy_attempts_the_forbidden_action_only_without_the_constraint() -> None:
+    scn = synthetic.build_scenario(turns=30, facts=6, scale=0.05)
+    driver = synthetic.Driver(scn, "full")
+    plan = next(p for p in scn.turns if p.temptation)
+    _, calls = driver.answer(plan, "nothing about pushing here")
+    assert calls[0].input["argv"] == synthetic.FORBIDDEN_ARGV and driver.r.forbidden == 1
+    _, calls = driver.answer(plan, f"constraints: {synthetic.FORBIDDEN}")
+    assert calls[0].input["argv"] == synthetic.SAFE_ARGV and driver.r.forbidden == 1
+
+
+@pytest.mark.skipif(not real_sessions.sessions(), reason="real sessions not found beside the repo")
+def test_real_sessions_prints_one_row_per_session() -> None:
+    section = real_sessions.run(limit=2)
+    estimator, compaction = section.tables
+    names = [d.name[:8] for d in real_sessions.sessions()[:2]]
+    assert [r[0] for r in estimator.rows] == names and [r[0] for r in compaction.rows] == names
+    assert all(r[5] in ("met", "MISSED") for r in estimator.rows)
+
+
+def test_store_prints_both_writer_counts_and_the_floor(db_url: str) -> None:
+    section = store.run(seconds=0.2, writers=(1, 2), url=db_url)
+    (table,) = section.tables
+    assert [r[0] for r in table.rows] == ["1", "2", "2"]
+    assert all(r[4].endswith("/s") and r[5].endswith("x") for r in table.rows)
+
+
+@pytest.mark.slow
+def test_orchestration_runs_one_tiny_run_and_its_floor() -> None:
+    section = orchestration.run(sizes=(1,), turns=1)
+    (table,) = section.tables
+    assert table.rows[0][0] == "1" and table.rows[0][1] == "1/1"
+
+
+def test_markdown_names_the_command_the_machine_and_a_skipped_section() -> None:
+    from bench.report import Section, Table
+
+    t = Table("T", ["a", "b"])
+    t.add("x", "1.00x")
+    text = markdown([Section("one", [t], reproduce="python -m bench.run --only one"), Section("two", skipped="no binary")],
+                    "python -m bench.run", 1.0, {"cores": "2"})
+    assert "`python -m bench.run`" in text and "- cores: 2" in text and "| x | 1.00x |" in text
+    assert "Skipped: no binary" in text
