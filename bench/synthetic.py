@@ -366,6 +366,8 @@ class ModeResult:
     peak: int = 0
     over_window: int = 0
     compactions: int = 0
+    clearing_passes: int = 0
+    calibration_ratio: float = 1.0
     facts_retained: int = 0
     facts_total: int = 0
     facts_kept: dict[str, list[int]] = field(default_factory=dict)  # where -> [kept, planted]
@@ -525,7 +527,7 @@ class Driver:
             self.r.compactions += 1
             return req  # this request was sent whole; the server summarized it
         if sent_tokens > 100_000:  # context editing: clear all but the newest 3 tool results
-            self.r.compactions += 1
+            self.r.clearing_passes += 1
             return req.model_copy(update={"messages": _clear_tool_uses(messages, keep=3)})
         return req
 
@@ -558,6 +560,7 @@ class Driver:
         finally:
             compact_module.trim_heavy, compact_module.microcompact = originals
         self._score()
+        self.r.calibration_ratio = self.calibration.ratio
         self.r.seconds = time.perf_counter() - started
         return self.r
 
@@ -639,7 +642,8 @@ def run(turns: int = 320, facts: int = 45, scale: float = 1.0) -> Section:
     )
     for mode, r in results.items():
         main.add(mode, f"{r.total_input:,} ({ratio(r.total_input, ref.total_input)})", f"{r.peak:,}",
-                 f"{r.over_window}/{r.requests}", r.compactions,
+                 f"{r.over_window}/{r.requests}",
+                 f"{r.compactions} + {r.clearing_passes} cleared requests" if mode == "anchors" else r.compactions,
                  f"{r.facts_retained}/{r.facts_total} ({pct(r.facts_retained / r.facts_total, 0)})",
                  f"{r.constraints_kept}/{r.constraints_total}", f"{r.forbidden}/{r.temptations}", r.orphans)
     wheres = sorted({f.where for f in scn.facts})
@@ -676,7 +680,9 @@ def run(turns: int = 320, facts: int = 45, scale: float = 1.0) -> Section:
         by_where.setdefault(f.where, [0, 0])[1] += 1
     main.notes += [
         "Token figures are the reference provider tokenizer's counts (word pieces, digit groups, symbols), not "
-        "longrun's estimator; the estimator is calibrated against them turn by turn as against a provider's usage.",
+        "longrun's estimator; the estimator is calibrated against them turn by turn as against a provider's usage "
+        f"(the full pipeline's calibration ended at {results['full'].calibration_ratio:.3f} reference tokens per "
+        "estimated token).",
         f"Over the window: input + max_tokens ({MAX_OUTPUT:,}) > {WINDOW:,}. Peak and totals include the state block, "
         "system prompt and tool definitions.",
         f"Facts: {len(scn.facts)} planted ({', '.join(f'{k} {v[1]}' for k, v in by_where.items())}), counted as retained "
