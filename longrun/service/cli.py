@@ -1,13 +1,108 @@
-"""The `longrun` command line (filled in by the CLI work)."""
+"""The `longrun` command line: one entry point, one subcommand per job.
+
+    longrun dev up|down|status      the embedded stack (PostgreSQL + Temporal dev server)
+    longrun worker                  a worker in the foreground (several may run)
+    longrun start ...               start a run (prints its id)
+    longrun status|watch RUN        where a run stands / follow it live
+    longrun approve|reject RUN      answer a pending approval
+    longrun pause|resume|cancel RUN, longrun say RUN TEXT
+    longrun audit RUN [--verify]    the full timeline from PostgreSQL, hash chains checked
+    longrun usage RUN               tokens per model request
+    longrun runs                    list runs
+    longrun compact TRANSCRIPT      offline compaction of a transcript
+    longrun demo                    the whole thing on a sample project, in under two minutes
+
+Exit codes: 0 ok; 1 the operation failed; 2 the command line is wrong (nothing was changed).
+docs/CLI.md has every command and flag.
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import inspect
+import os
 import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from longrun.errors import ApprovalError, ConfigError, LongrunError, RunNotFoundError, StackNotRunning
+from longrun.service import compact_cmd
+from longrun.service.commands import GROUPS
+from longrun.service.commands.common import EXIT_FAIL, EXIT_USAGE, SCRIPTED_NOTE, CliError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with exit code 2 and a hint to --help on every usage error."""
+
+    def error(self, message: str) -> Any:  # noqa: D401 - argparse's signature
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="longrun",
+        description="Durable, auditable long-running LLM agent jobs on Temporal and PostgreSQL.",
+        epilog=f"Models: {SCRIPTED_NOTE}; anthropic:MODEL calls Claude (needs ANTHROPIC_API_KEY). "
+        "Exit codes: 0 ok, 1 failure, 2 usage. Start with `longrun demo`.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    for group in GROUPS:
+        group.register(sub)
+    compact_cmd.add_parser(sub)
+    from longrun.service import demo
+
+    demo.register(sub)
+    return parser
+
+
+def _run(func: Any, args: argparse.Namespace) -> int:
+    if inspect.iscoroutinefunction(func):
+        return asyncio.run(func(args))
+    return func(args)
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("longrun: under construction", file=sys.stderr)
-    return 1
+    """Parse `argv` (default: sys.argv[1:]), run the command, return its exit code.
+
+    Called as the `longrun` script (argv None), the process ends with `os._exit` once stdout and
+    stderr are flushed: the Temporal client's Rust runtime may still hold a callback into Python
+    (a timed-out RPC, a just-started workflow), and a normal interpreter shutdown then aborts with
+    "PyGILState_Release ... finalizing" (exit 134) after the command has done its work.
+    """
+    code = _main(argv)
+    if argv is None and "temporalio.bridge.client" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prog = f"longrun {args.command}"
+    try:
+        return int(_run(args.func, args) or 0)
+    except CliError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exc.code
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        print(f"{prog}: invalid input: {problems}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (RunNotFoundError, StackNotRunning, ApprovalError, LongrunError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

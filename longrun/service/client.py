@@ -7,22 +7,35 @@ answer ("run `longrun dev up`"), a workspace that does not exist.
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from longrun.context.tokens import estimate_message
 from longrun.errors import ApprovalError, ConfigError, RunNotFoundError, StackNotRunning
+from longrun.models.audit import (
+    ApprovalExpired,
+    ApprovalGranted,
+    ApprovalRejected,
+    ApprovalRequested,
+    CompactionDone,
+    ModelCalled,
+    RunFinished,
+    ToolRan,
+)
 from longrun.models.blocks import Message
+from longrun.models.provider import Usage
+from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.models.io import AgentRunInput, ApproveInput, RejectInput, SayInput, StatusQueryResult
 from longrun.models.spec import RunSpec
 from longrun.service.settings import Settings
-from longrun.store import Store, make_engine
+from longrun.store import AuditRecord, Store, make_engine
 from longrun.workflows.agent_run import WORKFLOW_NAME, AgentRunWorkflow
 
-HINT_UP = "start the embedded stack with `longrun dev up`, or set LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS"
+HINT_UP = "run `longrun dev up` to start the embedded stack, or set LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS"
 
 
 async def connect(settings: Settings) -> Client:
@@ -130,7 +143,121 @@ async def control(client: Client, run_id: str, action: str) -> str:
     return await _update(client, run_id, action)
 
 
+# ----------------------------------------------------------------------- status from Postgres
+# A finished run's workflow is deleted after the namespace's retention period; what `status` shows
+# must then come from Postgres alone. The functions below rebuild the same view from the run row,
+# the head state and the audit log.
+
+
+def usage_from_audit(records: list[AuditRecord]) -> tuple[Usage, int, int, int]:
+    """(usage, model calls, tool calls, last turn) summed over a run's audit events."""
+    usage, calls, tools, turn = Usage(), 0, 0, 0
+    for r in records:
+        if isinstance(r.event, ModelCalled):
+            usage, calls, turn = usage + r.event.usage, calls + 1, max(turn, r.event.turn)
+        elif isinstance(r.event, ToolRan):
+            tools += 1
+    return usage, calls, tools, turn
+
+
+def pending_from_audit(records: list[AuditRecord], ttl_seconds: int) -> PendingApproval | None:
+    """The last approval request no grant, rejection or expiry answered, as the audit tells it."""
+    pending: PendingApproval | None = None
+    for r in records:
+        e = r.event
+        if isinstance(e, ApprovalRequested):
+            pending = PendingApproval(
+                approval_id=e.approval_id, tool=e.tool, arguments=e.arguments, action_hash=e.action_hash,
+                state_version=e.state_version, requested_at=r.created_at,
+                expires_at=r.created_at + timedelta(seconds=ttl_seconds),
+            )
+        elif isinstance(e, (ApprovalGranted, ApprovalRejected, ApprovalExpired)) and pending is not None \
+                and e.approval_id == pending.approval_id:
+            pending = None
+        elif isinstance(e, RunFinished):
+            pending = None
+    return pending
+
+
+def status_from_store(store: Store, run_id: str) -> RunStatusView:
+    """The run's status from Postgres alone (used when Temporal no longer has the workflow).
+
+    Raises:
+        RunNotFoundError: no run has this id.
+    """
+    run = store.get_run(run_id)
+    state = store.load_state(run_id)
+    records = store.audit(run_id)
+    usage, calls, tools, turn = usage_from_audit(records)
+    compactions = [r.event.report for r in records if isinstance(r.event, CompactionDone)]
+    status = run.status
+    pending = None if RunStatus(status).finished else pending_from_audit(records, run.spec.approval_ttl_seconds)
+    if pending is not None and status == RunStatus.running.value:
+        status = RunStatus.waiting_approval.value
+    return RunStatusView(
+        run_id=run_id, status=RunStatus(status), state_version=state.state_version, step=state.current_step.value,
+        next_action=state.next_action.value, turn=turn, model=run.model, pending_approval=pending, usage=usage,
+        model_calls=calls, tool_calls=tools, last_compaction=compactions[-1] if compactions else None,
+        reason=run.reason,
+    )
+
+
+QUERY_TIMEOUT_SECONDS = 3
+"""A query is answered by a worker in milliseconds; a task queue nobody polls makes it wait."""
+
+
+async def probe_workflow(client: Client, run_id: str) -> tuple[StatusQueryResult | None, str]:
+    """The live status of a *running* workflow, or None and why not.
+
+    A query needs a worker even on a closed workflow, so the execution is described first: a
+    closed or deleted workflow answers None at once ("closed", "gone"); a running one whose task
+    queue has no worker answers None with "no worker" (updates to it would wait for one).
+    """
+    try:
+        desc = await handle(client, run_id).describe(rpc_timeout=timedelta(seconds=5))
+    except RPCError as exc:
+        if "not found" in str(exc).lower():
+            return None, "gone"
+        raise
+    if desc.status is not None and desc.status != WorkflowExecutionStatus.RUNNING:
+        return None, "closed"
+    try:
+        return await handle(client, run_id).query(
+            AgentRunWorkflow.status_query, rpc_timeout=timedelta(seconds=QUERY_TIMEOUT_SECONDS)
+        ), ""
+    except RPCError as exc:
+        text = str(exc).lower()
+        if "no poller" in text or "worker may be down" in text or "timeout" in text \
+                or exc.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+            return None, (f"no worker polls task queue {desc.task_queue!r}: start one with `longrun worker`"
+                          + (f" (LONGRUN_TASK_QUEUE={desc.task_queue})" if desc.task_queue != "longrun" else ""))
+        if "not found" in text:
+            return None, "gone"
+        raise
+
+
+async def run_status(client: Client | None, store: Store, run_id: str) -> tuple[RunStatusView, str]:
+    """The run's status and where it came from: `"temporal"` (the live workflow query) or
+    `"postgres"` (the workflow is closed or gone, no worker answers, or Temporal does not answer:
+    `client` is None); in the last cases the second item says why (`"postgres: no worker ..."`).
+
+    Raises:
+        RunNotFoundError: no run has this id (in Postgres, the record of every run).
+    """
+    run = store.get_run(run_id)
+    live, why = await probe_workflow(client, run_id) if client is not None else (None, "Temporal does not answer")
+    if live is None:
+        return status_from_store(store, run_id), "postgres" + (f": {why}" if why not in ("gone", "closed") else "")
+    return RunStatusView(
+        run_id=run_id, status=RunStatus(live.status), state_version=live.state.version, step=live.state.step,
+        next_action=live.state.next_action, turn=live.turn, model=run.model, pending_approval=live.pending_approval,
+        usage=live.usage, model_calls=live.model_calls, tool_calls=live.tool_calls,
+        last_compaction=live.last_compaction, reason=live.reason or run.reason, children=live.children,
+    ), "temporal"
+
+
 __all__ = [
     "WORKFLOW_NAME", "approve", "connect", "control", "new_run_id", "open_store", "opening_message",
-    "query_status", "reject", "say", "start_run",
+    "pending_from_audit", "probe_workflow", "query_status", "reject", "run_status", "say", "start_run", "status_from_store",
+    "usage_from_audit",
 ]

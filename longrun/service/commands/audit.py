@@ -1,0 +1,293 @@
+"""`longrun audit` (the full timeline of a run, from PostgreSQL alone) and `longrun usage`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, assert_never
+
+from longrun.models.audit import (
+    ApprovalExpired,
+    ApprovalGranted,
+    ApprovalRefused,
+    ApprovalRejected,
+    ApprovalRequested,
+    CompactionDone,
+    EffectIntent,
+    EffectSettled,
+    ErrorRecorded,
+    GateVerdict,
+    ModelCalled,
+    RunControl,
+    RunFinished,
+    RunStarted,
+    StateCommitted,
+    Steered,
+    ToolRan,
+)
+from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from longrun.service import render
+from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, dump, open_store_only, print_json, say
+from longrun.service.commands.watch import describe_compaction
+from longrun.store import AuditRecord, ChainVerdict, Store
+
+SOURCES = ("transcript", "state", "audit")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    a = sub.add_parser(
+        "audit", help="the full timeline of a run, from PostgreSQL alone",
+        description="Every transcript entry, state version and audit event (gate verdicts, approvals, effects, "
+        "compactions, ...) in time order, read from PostgreSQL only: it stays complete after Temporal deletes "
+        "the workflow. --verify checks the three hash chains and exits 1 naming the first bad row.",
+    )
+    a.add_argument("run", help="run id")
+    a.add_argument("--verify", action="store_true", help="check the hash chains; exit 1 on the first bad row")
+    a.add_argument("--format", choices=("table", "jsonl"), default="table",
+                   help="table (default) or jsonl: one JSON object per row, then a summary object")
+    a.add_argument("--json", action="store_true", help="one JSON object: {timeline, summary, verify}")
+    a.set_defaults(func=cmd_audit)
+
+    u = sub.add_parser(
+        "usage", help="tokens per model request: input, cache and output; estimated vs calibrated",
+        description="One row per model request (from the run's model_called events): input, cache write, cache "
+        "read and output tokens as the provider reported them, and the request size the context pipeline "
+        "estimated and calibrated before sending it.",
+    )
+    u.add_argument("run", help="run id")
+    u.add_argument("--csv", action="store_true", help="CSV on stdout")
+    add_json(u)
+    u.set_defaults(func=cmd_usage)
+
+
+# ------------------------------------------------------------------------------------ timeline
+
+
+@dataclass(frozen=True)
+class Row:
+    at: datetime
+    source: str
+    seq: int
+    kind: str
+    detail: str
+    data: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.at.isoformat(), "source": self.source, "seq": self.seq, "kind": self.kind,
+                "detail": self.detail, "data": dump(self.data)}
+
+
+def _clip(text: str, n: int = 140) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def describe_message(m: Message) -> str:
+    parts = []
+    for b in m.content:
+        if isinstance(b, TextBlock):
+            parts.append(f"text {_clip(b.text, 100)!r}")
+        elif isinstance(b, ToolUseBlock):
+            parts.append(f"tool_use {b.name} {_clip(json.dumps(b.input, ensure_ascii=False), 80)}")
+        elif isinstance(b, ToolResultBlock):
+            tool = getattr(b, "longrun_tool", None) or b.tool_use_id
+            content = b.content if isinstance(b.content, str) else json.dumps(b.content)
+            parts.append(f"tool_result {tool}{' ERROR' if b.is_error else ''} ({len(content)} chars)")
+        else:
+            parts.append(b.type)
+    return "; ".join(parts)
+
+
+def describe_event(rec: AuditRecord) -> str:
+    e = rec.event
+    if isinstance(e, RunStarted):
+        return f"model {e.model}; approvers {', '.join(e.approvers) or '(none)'}; objective {_clip(e.objective, 80)!r}"
+    if isinstance(e, StateCommitted):
+        return f"state v{e.state_version} by {e.actor}: {e.reason}"
+    if isinstance(e, ModelCalled):
+        u = e.usage
+        return (f"turn {e.turn}: input {u.total_input} (cache read {u.cache_read_input_tokens}), output "
+                f"{u.output_tokens}; estimated {e.estimated_tokens}, calibrated {e.calibrated_tokens}; "
+                f"stop {e.stop_reason}")
+    if isinstance(e, GateVerdict):
+        return f"{e.verdict.upper()} {e.tool} (rule {e.rule}) at state v{e.state_version}: {_clip(e.reason, 90)}"
+    if isinstance(e, ApprovalRequested):
+        return f"{e.approval_id} for {e.tool} {_clip(json.dumps(e.arguments, ensure_ascii=False), 80)}"
+    if isinstance(e, ApprovalGranted):
+        return f"{e.approval_id} by {e.approver}, valid until {e.expires_at.isoformat()}"
+    if isinstance(e, ApprovalRejected):
+        return f"{e.approval_id} by {e.approver}: {e.reason}"
+    if isinstance(e, ApprovalExpired):
+        return f"{e.approval_id} expired unanswered"
+    if isinstance(e, ApprovalRefused):
+        return f"{e.approval_id} from {e.approver}: {e.reason}"
+    if isinstance(e, EffectIntent):
+        return f"{e.action_id} {e.tool} attempt {e.attempt}"
+    if isinstance(e, EffectSettled):
+        return f"{e.action_id} {e.tool} -> {e.status} ({e.how}){': ' + _clip(e.detail, 60) if e.detail else ''}"
+    if isinstance(e, ToolRan):
+        return f"{e.tool}{' ERROR' if e.is_error else ''}: {_clip(e.summary, 100)}"
+    if isinstance(e, CompactionDone):
+        return f"projection v{e.projection_version}: {describe_compaction(e.report)}"
+    if isinstance(e, Steered):
+        return f"{'constraint' if e.as_constraint else 'instruction'}: {_clip(e.text, 100)}"
+    if isinstance(e, RunControl):
+        return f"{e.action} by {e.by}"
+    if isinstance(e, RunFinished):
+        return f"{e.status}: {e.reason}"
+    if isinstance(e, ErrorRecorded):
+        return f"{e.where}: {e.message}"
+    assert_never(e)
+
+
+def timeline(store: Store, run_id: str) -> list[Row]:
+    rows: list[Row] = []
+    for t in store.transcript(run_id):
+        rows.append(Row(t.created_at, "transcript", t.seq, t.role, describe_message(t.message),
+                        {"role": t.role, "turn": t.turn, "token_estimate": t.token_estimate,
+                         "message": t.message.to_wire(), "hash": t.hash}))
+    for v in store.state_history(run_id):
+        s = v.state
+        rows.append(Row(v.created_at, "state", v.version, "state_version",
+                        f"v{v.version} by {v.actor}: {_clip(v.reason, 70)} [step {s.current_step.value}, next "
+                        f"{s.next_action.value}]", {"actor": v.actor, "reason": v.reason,
+                                                     "state": s.model_dump(mode="json"), "hash": v.hash}))
+    for r in store.audit(run_id):
+        rows.append(Row(r.created_at, "audit", r.seq, r.kind, describe_event(r),
+                        {"actor": r.actor, "event": r.event.model_dump(mode="json"), "hash": r.hash}))
+    rows.sort(key=lambda r: (r.at, SOURCES.index(r.source), r.seq))
+    return rows
+
+
+def summary(store: Store, run_id: str, rows: list[Row]) -> dict[str, Any]:
+    run = store.get_run(run_id)
+    state = store.load_state(run_id)
+    events = [r.data["event"] for r in rows if r.source == "audit"]
+    kinds = Counter(e["kind"] for e in events)
+    verdicts = Counter(e["verdict"] for e in events if e["kind"] == "gate_verdict")
+    compactions = [e["report"] for e in events if e["kind"] == "compaction"]
+    return {
+        "run_id": run_id,
+        "status": run.status,
+        "reason": run.reason,
+        "model": run.model,
+        "transcript_entries": sum(1 for r in rows if r.source == "transcript"),
+        "state_versions": sum(1 for r in rows if r.source == "state"),
+        "audit_events": len(events),
+        "model_calls": kinds["model_called"],
+        "tool_calls": kinds["tool_ran"],
+        "gate_verdicts": dict(verdicts),
+        "approvals": {k: kinds[f"approval_{k}"] for k in ("requested", "granted", "rejected", "expired", "refused")},
+        "effects": dict(Counter(e.status.value for e in state.effects)),
+        "compactions": len(compactions),
+        "lossy_compactions": sum(1 for c in compactions if {"summarize", "enforce"} & set(c["stages_run"])),
+        "decisions": len(state.decisions),
+        "notes": len(state.notes),
+    }
+
+
+def summary_lines(s: dict[str, Any], verdict: ChainVerdict | None) -> list[str]:
+    gv = s["gate_verdicts"]
+    ap = s["approvals"]
+    lines = [
+        f"run {s['run_id']}: {s['status']}{' (' + s['reason'] + ')' if s['reason'] else ''}",
+        f"  {s['transcript_entries']} transcript entries, {s['state_versions']} state versions, "
+        f"{s['audit_events']} audit events",
+        f"  {s['model_calls']} model calls, {s['tool_calls']} tool calls; gate: "
+        + ", ".join(f"{gv.get(k, 0)} {k}" for k in ("allow", "needs_approval", "deny")),
+        f"  approvals: {ap['requested']} requested, {ap['granted']} granted, {ap['rejected']} rejected, "
+        f"{ap['expired']} expired, {ap['refused']} refused answers",
+        f"  effects: " + (", ".join(f"{n} {k}" for k, n in sorted(s["effects"].items())) or "none"),
+        f"  compactions: {s['compactions']} ({s['lossy_compactions']} lossy); "
+        f"{s['decisions']} decisions, {s['notes']} notes in the state",
+    ]
+    if verdict is not None:
+        lines.append(("  chain verified: " if verdict.ok else "  CHAIN BROKEN: ") + str(verdict))
+    return lines
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    store = open_store_only()
+    try:
+        rows = timeline(store, args.run)
+        summ = summary(store, args.run, rows)
+        verdict = store.verify_chain(args.run) if args.verify else None
+    finally:
+        store.engine.dispose()
+    vdata = None if verdict is None else {"ok": verdict.ok, "table": verdict.table, "row": verdict.row,
+                                          "reason": verdict.reason, "message": str(verdict)}
+    if args.json:
+        print_json({"timeline": [r.to_dict() for r in rows], "summary": summ, "verify": vdata})
+    elif args.format == "jsonl":
+        for r in rows:
+            print(json.dumps(r.to_dict(), ensure_ascii=False, default=str))
+        print(json.dumps({"summary": summ, "verify": vdata}, ensure_ascii=False, default=str), flush=True)
+    else:
+        say(render.table([(render.when(r.at), r.source, r.seq, r.kind, r.detail) for r in rows],
+                         ["time", "source", "#", "kind", "detail"], max_width=150))
+        say()
+        for line in summary_lines(summ, verdict):
+            say(line)
+    if verdict is not None and not verdict.ok:
+        print(f"longrun audit: {verdict}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------ usage
+
+USAGE_FIELDS = ("turn", "transcript_seq", "input", "cache_write", "cache_read", "output", "total_input",
+                "estimated", "calibrated", "calibrated_error_pct")
+
+
+def usage_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
+    rows = []
+    for rec in store.audit(run_id):
+        e = rec.event
+        if not isinstance(e, ModelCalled):
+            continue
+        u = e.usage
+        total = u.total_input
+        err = round(100.0 * (e.calibrated_tokens - total) / total, 1) if total else None
+        rows.append({"turn": e.turn, "transcript_seq": e.transcript_seq, "input": u.input_tokens,
+                     "cache_write": u.cache_creation_input_tokens, "cache_read": u.cache_read_input_tokens,
+                     "output": u.output_tokens, "total_input": total, "estimated": e.estimated_tokens,
+                     "calibrated": e.calibrated_tokens, "calibrated_error_pct": err})
+    return rows
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    store = open_store_only()
+    try:
+        store.get_run(args.run)
+        rows = usage_rows(store, args.run)
+    finally:
+        store.engine.dispose()
+    totals = {k: sum(r[k] for r in rows) for k in ("input", "cache_write", "cache_read", "output", "total_input")}
+    if args.json:
+        print_json({"run_id": args.run, "requests": rows, "totals": totals})
+    elif args.csv:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=USAGE_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        sys.stdout.write(buf.getvalue())
+        sys.stdout.flush()
+    else:
+        if not rows:
+            say(f"run {args.run} has made no model requests yet")
+            return EXIT_OK
+        table_rows = [[r[k] if r[k] is not None else "-" for k in USAGE_FIELDS] for r in rows]
+        table_rows.append(["total", "", totals["input"], totals["cache_write"], totals["cache_read"], totals["output"],
+                           totals["total_input"], "", "", ""])
+        say(render.table(table_rows, ["turn", "seq", "input", "cache write", "cache read", "output", "total input",
+                                      "estimated", "calibrated", "error %"]))
+        say("estimated/calibrated: the request size the context pipeline computed before sending it; error % = "
+            "calibrated vs the provider's total input")
+    return EXIT_OK

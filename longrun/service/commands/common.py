@@ -1,0 +1,102 @@
+"""What every subcommand shares: settings, the stack connection, JSON output and errors.
+
+Exit codes (docs/CLI.md): 0 ok, 1 the operation failed (unknown run, refused approval, stack not
+running, broken chain, failed run), 2 the command line is wrong (argparse errors, a bad value such
+as an unknown duration, a missing workspace); nothing is changed when the exit code is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio.client import Client
+
+from longrun.errors import LongrunError
+from longrun.models.spec import RunSpec
+from longrun.providers.models_table import model_info
+from longrun.service import client as api
+from longrun.service.settings import Settings
+from longrun.store import Store
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+SCRIPTED_NOTE = "scripted = a deterministic offline stand-in for a model (a Python policy), not an LLM"
+
+
+class CliError(Exception):
+    """A failure the CLI reports as one message and an exit code (1 failure, 2 usage)."""
+
+    def __init__(self, message: str, code: int = EXIT_FAIL) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def usage_error(message: str) -> CliError:
+    return CliError(message, EXIT_USAGE)
+
+
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON (one object) instead of text")
+
+
+def dump(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, dict):
+        return {k: dump(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [dump(v) for v in obj]
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(dump(obj), ensure_ascii=False, default=str), flush=True)
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def open_store_only() -> Store:
+    """The Postgres store (enough for audit, usage, runs and status of finished runs)."""
+    return api.open_store(settings())
+
+
+@asynccontextmanager
+async def stack(*, need_temporal: bool = True) -> AsyncIterator[tuple[Client | None, Store]]:
+    """Postgres first (the record of every run), then Temporal. With `need_temporal=False` a
+    Temporal that does not answer yields None instead of failing (status falls back to Postgres).
+    The store's connections are closed on the way out; the Temporal client holds no open calls
+    once the handler returns."""
+    cfg = settings()
+    store = api.open_store(cfg)
+    client: Client | None = None
+    try:
+        try:
+            client = await api.connect(cfg)
+        except LongrunError:
+            if need_temporal:
+                raise
+        yield client, store
+    finally:
+        store.engine.dispose()  # open_store built the engine, so it is ours to close
+        del client
+
+
+def context_limits(spec: RunSpec) -> tuple[int, int]:
+    """(hard limit of one request, compaction trigger) of a run, in tokens."""
+    window = model_info(spec.model).window
+    return spec.context.limit(window), spec.context.effective_trigger(window)
+
+
+def model_label(model: str) -> str:
+    return f"scripted (deterministic offline stand-in for a model, not an LLM)" if model == "scripted" else model

