@@ -1,0 +1,235 @@
+"""`longrun demo`: a forensic review of a sample project, end to end, in under two minutes.
+
+It starts the embedded stack (or reuses it), runs a worker in this process, copies
+samples/forensic-demo (a small invoicing library with a planted bug and its tests) to a scratch
+workspace, and starts a review with the `scripted` model: a deterministic offline stand-in for a
+model, not an LLM, so the demo needs no API key and no network. The context budget is small on
+purpose, so compaction happens and shows. The run stops at the approval of its edit; the demo
+approves it as `demo-approver`, on your behalf, and says so. Then it prints the findings, the
+context meter over the run (in the terminal and as an SVG image) and the audit summary with the
+hash chains verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import shutil
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from longrun.models.audit import CompactionDone, ModelCalled, ToolRan
+from longrun.models.run import RunStatus
+from longrun.models.spec import ContextPolicy, RunSpec
+from longrun.service import client as api
+from longrun.service import devstack, render
+from longrun.service.commands.audit import summary, summary_lines, timeline
+from longrun.service.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, context_limits, usage_error
+from longrun.service.commands.watch import Watcher, describe_pending
+from longrun.service.settings import Settings, longrun_home
+from longrun.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_SAMPLE = REPO / "samples" / "forensic-demo"
+APPROVER = "demo-approver"
+OBJECTIVE = ("Customers report that invoice totals are too low: some order lines seem to be missing from the "
+             "total. Find the defect, propose a fix, and check it with the tests.")
+DEMO_BUDGET = 6_000
+"""Tokens one request may take. A real window is 200k or more; 6k makes the small sample behave
+like a long run, so the compaction trigger (75% of the budget, 4.5k) fires a few times."""
+DEMO_TIMEOUT = 110.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo", help="a forensic review of a sample project, end to end (no API key needed)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--budget", type=int, default=DEMO_BUDGET, help=f"context budget in tokens (default {DEMO_BUDGET})")
+    p.add_argument("--sample", default=str(DEFAULT_SAMPLE), help=argparse.SUPPRESS)
+    p.add_argument("--objective", default=OBJECTIVE, help=argparse.SUPPRESS)
+    p.add_argument("--home", help=argparse.SUPPRESS)
+    p.add_argument("--headless", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_demo)
+
+
+def out(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def section(title: str) -> None:
+    out()
+    out(f"== {title} " + "=" * max(0, 70 - len(title)))
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    sample = Path(args.sample).resolve()
+    if not sample.is_dir():
+        raise usage_error(f"sample workspace {sample} does not exist; pass an existing folder")
+    if args.home:
+        os.environ["LONGRUN_HOME"] = str(Path(args.home).resolve())
+    home = longrun_home()
+
+    section("longrun demo: a forensic code review as a durable, audited run")
+    out(f"model: {SCRIPTED_NOTE}.")
+    out("It drives a real review through longrun's tools; the workflow, the database, the gate, the approval,")
+    out("the compaction and the audit are the real thing.")
+
+    section("1. embedded stack")
+    info = await asyncio.to_thread(devstack.up, home, ui=not args.headless)
+    out(str(info))
+
+    workspace = home / "demo-workspace"
+    shutil.rmtree(workspace, ignore_errors=True)
+    shutil.copytree(sample, workspace, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    test_argv = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-q"]
+    spec = RunSpec(
+        objective=args.objective,
+        constraints=[f"tests: {shlex.join(test_argv)}", "Do not modify tests/."],
+        workspace=str(workspace),
+        approvers=[APPROVER],
+        allowed_commands=[test_argv],
+        model="scripted",
+        context=ContextPolicy(budget=args.budget),
+        approval_ttl_seconds=600,
+    )
+    limit, trigger = context_limits(spec)
+    out(f"workspace: {workspace} (a fresh copy of {sample.relative_to(REPO) if sample.is_relative_to(REPO) else sample})")
+    out(f"context budget: {render.tokens(limit)} tokens per request, compaction trigger {render.tokens(trigger)}")
+
+    settings = Settings.from_env()
+    store = api.open_store(settings)
+    client = await api.connect(settings)
+    from longrun.service.worker import build_worker
+
+    queue = f"longrun-demo-{uuid.uuid4().hex[:8]}"
+    worker = build_worker(client, store, settings=settings, task_queue=queue, heartbeat_every=0.5)
+    try:
+        async with worker:
+            out(f"worker: in this process, task queue {queue!r}")
+            run_id = await api.start_run(client, store, spec, task_queue=queue)
+            code = await asyncio.wait_for(_drive(client, store, run_id, workspace), DEMO_TIMEOUT)
+    except asyncio.TimeoutError:
+        raise CliError(f"the demo run did not finish within {DEMO_TIMEOUT:.0f} s; see `longrun status` and "
+                       f"`longrun audit` for where it stopped") from None
+    finally:
+        store.engine.dispose()
+    if code == EXIT_OK:
+        _report(store, run_id, spec, home, settings, info, time.monotonic() - t0)
+        verdict = store.verify_chain(run_id)
+        store.engine.dispose()
+        if not verdict.ok:
+            raise CliError(f"audit chain does not verify: {verdict}")
+    return code
+
+
+async def _drive(client, store: Store, run_id: str, workspace: Path) -> int:
+    section(f"2. run {run_id}: progress")
+    watcher = Watcher(client, store, run_id, emit=out)
+    status = await watcher.follow(lambda s: s.status is RunStatus.waiting_approval, interval=0.2)
+    if status.status is RunStatus.waiting_approval and status.pending_approval:
+        pending = status.pending_approval
+        section("3. approval")
+        for line in describe_pending(run_id, pending, [APPROVER])[:2]:
+            out(line)
+        if {"old", "new", "path"} <= set(pending.arguments):
+            out(f"  the edit, in {pending.arguments['path']}:")
+            out(f"    - {pending.arguments['old'].strip()}")
+            out(f"    + {pending.arguments['new'].strip()}")
+        out(f"approving as {APPROVER} (the demo approves on your behalf)")
+        out("  " + await api.approve(client, run_id, pending.approval_id, APPROVER))
+        section("4. run: after the approval")
+        status = await watcher.follow(lambda s: False, interval=0.2)
+    if status.status is not RunStatus.completed:
+        raise CliError(f"run {run_id} ended {status.status.value}: {status.reason}; "
+                       f"`longrun audit {run_id}` shows what happened")
+    return EXIT_OK
+
+
+def _report(store: Store, run_id: str, spec: RunSpec, home: Path, settings: Settings, info, elapsed: float) -> None:
+    state = store.load_state(run_id)
+    records = store.audit(run_id)
+
+    section("5. findings")
+    for d in state.decisions:
+        out(f"decision: {d.summary}")
+        out(f"  because: {d.reason}")
+    for e in state.effects:
+        out(f"effect: {e.tool} {e.status.value} (action {e.action_id}, tried {e.attempts}x)")
+    out("notes the agent kept in the task state:")
+    for n in state.notes:
+        out(f"  - {n}")
+    report = _final_text(store, run_id)
+    out("the agent's final report:" if report.startswith("Forensic review report") else
+        f"the agent's last message: {report!r}; its findings, from the task state:")
+    for line in (report if report.startswith("Forensic review report") else _state_report(state)).splitlines():
+        out(f"  {line}")
+    tests = [r.event for r in records if isinstance(r.event, ToolRan) and r.event.tool == "run_command"]
+    if tests:
+        out(f"tests after the fix: {tests[-1].summary.splitlines()[0] if tests[-1].summary else '?'}")
+
+    section("6. context meter over the run")
+    limit, trigger = context_limits(spec)
+    points = context_points(records)
+    out(render.chart(points, limit=limit, trigger=trigger))
+    compactions = [r.event.report for r in records if isinstance(r.event, CompactionDone)]
+    out(f"{len(points)} model requests; {len(compactions)} compactions "
+        f"({sum(1 for c in compactions if c.lossy)} with a summary); largest request "
+        f"{render.tokens(max((p.tokens for p in points), default=0))} of {render.tokens(limit)}")
+    image = home / "demo-context.svg"
+    image.write_text(render.svg_chart(points, limit=limit, trigger=trigger,
+                                      title=f"longrun demo {run_id}: request size per model call"))
+    out(f"image: {image} (SVG: open it in a browser)")
+
+    section("7. audit (from PostgreSQL alone)")
+    rows = timeline(store, run_id)
+    verdict = store.verify_chain(run_id)
+    for line in summary_lines(summary(store, run_id, rows), verdict):
+        out(line)
+
+    section("done")
+    out(f"run {run_id} completed in {elapsed:.1f} s.")
+    out("look closer:")
+    out(f"  longrun audit {run_id}           the full timeline (--verify checks the chains)")
+    out(f"  longrun usage {run_id}           tokens per model request")
+    out(f"  longrun status {run_id}")
+    if info.temporal_ui:
+        out(f"  Temporal Web UI: {info.temporal_ui}/namespaces/default/workflows/{run_id}")
+    home_env = "" if os.environ.get("LONGRUN_HOME") is None else f"LONGRUN_HOME={home} "
+    out(f"the stack keeps running for that; `{home_env}longrun dev down` stops it.")
+
+
+def _state_report(state) -> str:
+    """What the review found, from the task state (the record), when the agent wrote no report."""
+    lines = [f"Objective: {state.objective}"]
+    lines += [f"Finding: {d.summary}" for d in state.decisions] or ["Finding: none recorded"]
+    for prefix, label in (("edit ", "Edit"), ("verify: ", "Verification")):
+        hits = [n for n in state.notes if n.startswith(prefix)]
+        lines.append(f"{label}: {hits[-1][len(prefix):] if hits else 'none'}")
+    lines += [f"Constraint respected: {c}" for c in state.constraints]
+    return "\n".join(lines)
+
+
+def _final_text(store: Store, run_id: str) -> str:
+    for entry in reversed(store.transcript(run_id)):
+        if entry.role == "assistant" and entry.message.text().strip():
+            return entry.message.text().strip()
+    return ""
+
+
+def context_points(records) -> list[render.Point]:
+    """One point per model request (its calibrated size); a compaction marks the request before it."""
+    points: list[render.Point] = []
+    for r in records:
+        e = r.event
+        if isinstance(e, ModelCalled):
+            points.append(render.Point(turn=e.turn, tokens=e.calibrated_tokens))
+        elif isinstance(e, CompactionDone) and points and e.report.outcome in ("applied", "summary_rejected"):
+            last = points[-1]
+            points[-1] = render.Point(last.turn, last.tokens, True, e.report.tokens_after_calibrated)
+    return points
