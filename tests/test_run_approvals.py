@@ -72,8 +72,9 @@ async def test_refusals_write_nothing_and_rejection_reaches_the_model(store, tem
 
 async def test_approval_is_bound_to_the_action_and_used_once(store, temporal_client, tmp_path):
     ws = workspace(tmp_path)
-    # the same edit proposed twice: the first approval must not cover the second call
-    plan = [EDIT_PLAN[0], EDIT_PLAN[1], EDIT_PLAN[1], EDIT_PLAN[2]]
+    # a second edit of the same file: the first approval must not cover it
+    second_edit = [("apply_patch", {"path": "hello.txt", "old": "world", "new": "World"})]
+    plan = [EDIT_PLAN[0], EDIT_PLAN[1], second_edit, EDIT_PLAN[2]]
     async with running_worker(temporal_client, store, provider=PlanProvider(plan=plan)) as h:
         run_id = await h.start(plan_spec(ws))
         first = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval

@@ -26,8 +26,6 @@ from longrun.context import Calibration, fit_request, render_request
 from longrun.models.context import TranscriptItem
 
 CAS_ATTEMPTS = 8
-OVERFLOW_SHRINK = 0.8
-"""Each retry after a provider overflow aims at this fraction of the previous limit."""
 
 
 def brief(state: TaskState) -> StateBrief:
@@ -128,7 +126,7 @@ class ActivityBase:
         except ValueError:
             return Calibration()
 
-    def build_request(self, run_id: str, overflow_retry: int = 0):
+    def build_request(self, run_id: str, limit_override: int | None = None):
         """Render the next request from Postgres and fit it under the hard limit."""
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.model)
@@ -146,7 +144,9 @@ class ActivityBase:
             max_tokens=min(spec.context.reserve_output, provider.info.max_output),
         )
         calibration = self.calibration(run_id)
-        limit = int(spec.context.limit(provider.info.window) * (OVERFLOW_SHRINK**overflow_retry))
+        limit = spec.context.limit(provider.info.window)
+        if limit_override is not None:
+            limit = min(limit, limit_override)
         request, _freed = fit_request(
             request, limit=limit, calibration=calibration, keep_min_tail_turns=spec.context.min_tail_turns
         )

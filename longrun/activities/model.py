@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from temporalio import activity
 
 from longrun.activities.base import ActivityBase
-from longrun.activities.errors import to_application_error
+from temporalio.exceptions import ApplicationError
+
+from longrun.activities.errors import CONTEXT_OVERFLOW, to_application_error
 from longrun.activities.names import COMPACT, MODEL_CALL
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.context import Calibration, compact, estimate_message, estimate_request, fit_request, render_request
@@ -18,6 +21,26 @@ from longrun.models.blocks import Message, TextBlock
 from longrun.models.context import TranscriptItem
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 
+
+
+_TOO_LONG = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
+OVERFLOW_MARGIN = 0.9
+"""After an overflow, the retry aims this far below the size the provider would have accepted."""
+
+
+def retry_ceiling(message: str, sent_tokens: int) -> int | None:
+    """The token ceiling for the retry after a provider overflow, in our (calibrated) units.
+
+    The API says how long the prompt was and what it accepts ("prompt is too long: 210000 tokens
+    > 200000 maximum"); scaling what we sent by that ratio corrects for our estimator's error.
+    Without those numbers, aim at 80% of what we sent."""
+    if sent_tokens <= 0:
+        return None
+    found = _TOO_LONG.search(message)
+    if found and int(found.group(1)) > 0:
+        ratio = int(found.group(2)) / int(found.group(1))
+        return max(100, int(sent_tokens * ratio * OVERFLOW_MARGIN))
+    return max(100, int(sent_tokens * 0.8))
 
 
 class ModelActivities(ActivityBase):
@@ -34,16 +57,22 @@ class ModelActivities(ActivityBase):
         if last is not None and last.role == "assistant" and last.turn == inp.turn:
             return self._result(last, replayed=True, estimated=last.token_estimate, calibrated=0)
 
-        request, calibration, projection, _entries, provider = self.build_request(run_id, inp.overflow_retry)
-        estimated = estimate_request(request)
-        calibrated = calibration.apply(estimated)
+        calibrated = 0
         try:
+            request, calibration, projection, _entries, provider = self.build_request(run_id, inp.limit_override)
+            estimated = estimate_request(request)
+            calibrated = calibration.apply(estimated)
             with self.heartbeating():
                 response = provider.complete(request)
             if response.stop_reason == "model_context_window_exceeded":
                 raise ContextOverflow("the model stopped: model_context_window_exceeded")
         except ProviderError as exc:
             self.store.append_audit(run_id, ErrorRecorded(where="model_call", message=self.redactor.redact(str(exc))))
+            if isinstance(exc, ContextOverflow):
+                # a ceiling for the retry travels back: below what overflowed, by the provider's own ratio
+                raise ApplicationError(
+                    str(exc), retry_ceiling(str(exc), calibrated), type=CONTEXT_OVERFLOW, non_retryable=True
+                ) from exc
             raise to_application_error(exc) from exc
 
         self.store.set_calibration(run_id, calibration.update(estimated, response.usage.total_input).model_dump())
@@ -102,12 +131,15 @@ class ModelActivities(ActivityBase):
         provider = self.deps.provider_for(spec.model)
         previous = self.store.latest_projection(run_id)
         items = self.items(self.store.transcript(run_id))
+        policy = spec.context
+        if inp.budget is not None:
+            policy = policy.model_copy(update={"budget": min(inp.budget, policy.limit(provider.info.window))})
         with self.heartbeating():
             projection = compact(
                 items,
                 previous=previous,
                 state=state,
-                policy=spec.context,
+                policy=policy,
                 window=provider.info.window,
                 trigger=inp.trigger,
                 calibration=self.calibration(run_id),

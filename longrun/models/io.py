@@ -105,6 +105,9 @@ class ModelCallInput(_IO):
     run_id: str
     turn: int
     overflow_retry: int = 0
+    limit_override: int | None = Field(
+        default=None, ge=100, description="after a provider overflow: a lower ceiling for this request, in tokens"
+    )
 
 
 class ToolCallRef(_IO):
@@ -226,6 +229,7 @@ class CompactInput(_IO):
     turn: int
     base_state_version: int
     trigger: Trigger
+    budget: int | None = Field(default=None, ge=100, description="a lower budget than the policy's, after an overflow")
 
 
 class CompactResult(_IO):
@@ -261,6 +265,7 @@ class StatusQueryResult(_IO):
     """What the `status` query answers (the CLI adds what only Postgres knows)."""
 
     run_id: str
+    model: str = ""
     status: str
     state: StateBrief
     turn: int

@@ -214,28 +214,39 @@ class AgentRunWorkflow:
             raise _Stop("completed", "the agent ended its turn without tool calls")
 
     async def _model_call(self, turn: int) -> ModelCallResult:
+        """Call the model; a provider overflow is answered by compaction under a budget below the
+        size that overflowed, then a retry with that ceiling (hard enforcement)."""
+        ceiling: int | None = None
         for attempt in range(MAX_OVERFLOW_RETRIES + 1):
             try:
                 result = await self._act(
-                    A.MODEL_CALL, ModelCallInput(run_id=self.run_id, turn=turn, overflow_retry=attempt), ModelCallResult,
+                    A.MODEL_CALL,
+                    ModelCallInput(run_id=self.run_id, turn=turn, overflow_retry=attempt, limit_override=ceiling),
+                    ModelCallResult,
                     options=opt.MODEL_CALL,
                 )
                 break
             except ActivityError as err:
-                if not (isinstance(err.cause, ApplicationError) and err.cause.type == CONTEXT_OVERFLOW):
+                cause = err.cause
+                if not (isinstance(cause, ApplicationError) and cause.type == CONTEXT_OVERFLOW):
                     raise
                 if attempt == MAX_OVERFLOW_RETRIES:
                     raise _Stop("failed", "the provider still reports a context overflow after hard enforcement")
-                await self._compact(turn, "overflow")
+                suggested = cause.details[0] if cause.details else None
+                if suggested:
+                    ceiling = int(suggested) if ceiling is None else min(ceiling, int(suggested))
+                await self._compact(turn, "overflow", budget=ceiling)
         if not result.replayed:
             self.cursor.model_calls += 1
             self.cursor.usage = self.cursor.usage + result.usage
         return result
 
-    async def _compact(self, turn: int, trigger: str) -> None:
+    async def _compact(self, turn: int, trigger: str, budget: int | None = None) -> None:
         result = await self._act(
             A.COMPACT,
-            CompactInput(run_id=self.run_id, turn=turn, base_state_version=self.state.version, trigger=trigger),
+            CompactInput(
+                run_id=self.run_id, turn=turn, base_state_version=self.state.version, trigger=trigger, budget=budget
+            ),
             options=opt.COMPACT,
         )
         self.compact_requested = False
@@ -383,7 +394,7 @@ class AgentRunWorkflow:
     @workflow.query
     def status_query(self) -> StatusQueryResult:
         return StatusQueryResult(
-            run_id=self.run_id, status=self.status.value, state=self.state, turn=self.cursor.turn,
+            run_id=self.run_id, model=self.spec.model if self.spec else "", status=self.status.value, state=self.state, turn=self.cursor.turn,
             pending_approval=self.pending, usage=self.cursor.usage, model_calls=self.cursor.model_calls,
             tool_calls=self.cursor.tool_calls, last_compaction=self.cursor.last_compaction, reason=self.reason,
         )
