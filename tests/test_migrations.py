@@ -40,7 +40,7 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert current_revision(url) is None
 
     migrate(url)
-    assert current_revision(url) == head_revision() == "0001"
+    assert current_revision(url) == head_revision() == "0002"
     assert _tables(url) == TABLES
     triggers = _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname")
     assert triggers == sorted(f"{t}_{kind}" for t in ("audit_events", "projections", "task_state_versions",
@@ -62,7 +62,7 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
 def test_migrate_twice_is_a_noop(empty_db_url: str) -> None:
     migrate(empty_db_url)
     migrate(empty_db_url)
-    assert current_revision(empty_db_url) == "0001"
+    assert current_revision(empty_db_url) == "0002"
 
 
 def test_migration_matches_the_orm_metadata(db_url: str) -> None:
