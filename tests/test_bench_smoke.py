@@ -51,7 +51,7 @@ def test_store_prints_both_writer_counts_and_the_floor(db_url: str) -> None:
 def test_orchestration_runs_one_tiny_run_and_its_floor() -> None:
     section = orchestration.run(sizes=(1,), turns=1)
     (table,) = section.tables
-    assert table.rows[0][0] == "1" and table.rows[0][1] == "1/1"
+    assert table.rows[0][0] == "1" and table.rows[0][2] == "1/1"
 
 
 def test_markdown_names_the_command_the_machine_and_a_skipped_section() -> None:
