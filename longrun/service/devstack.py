@@ -43,6 +43,8 @@ STACK_FILE = "stack.json"
 TEMPORAL_PID = "temporal.pid"
 TEMPORAL_LOG = "temporal.log"
 TEMPORAL_DB = "temporal.db"
+OWNER_URL_ENV = "LONGRUN_OWNER_DATABASE_URL"
+"""With an external LONGRUN_DATABASE_URL (the app role's), the owner's URL `up` migrates with."""
 PG_DIR = "pg"
 TEMPORAL_START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
@@ -64,6 +66,9 @@ class StackInfo:
     started: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)
     schema_revision: str | None = None
+    owner_url: str | None = None
+    """The schema owner's URL, for migrations; `database_url` is the least-privilege app role's
+    (workers, CLI) when the database is embedded (see docs/SECURITY.md)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -447,19 +452,26 @@ def up(
         pg_pid: int | None = None
         if external_db:
             database_url = external_db
+            owner_url = os.environ.get(OWNER_URL_ENV) or external_db
             ok, detail = _database_answers(database_url)
             if not ok:
                 raise StackNotRunning(
                     f"LONGRUN_DATABASE_URL {detail}; start that server or unset the variable to use the embedded one"
                 )
         else:
-            database_url, pg_pid, was_running = _start_postgres(home / PG_DIR)
+            owner_url, pg_pid, was_running = _start_postgres(home / PG_DIR)
             (reused if was_running else started).append("postgres")
         try:
-            migrate(database_url)
-            revision = current_revision(database_url)
+            migrate(owner_url)
+            revision = current_revision(owner_url)
         except Exception as exc:
-            raise StackNotRunning(f"could not migrate the database at {database_url}: {exc}") from exc
+            raise StackNotRunning(f"could not migrate the database at {owner_url}: {exc}") from exc
+        if not external_db:
+            # workers and the CLI connect as the app role (Unix-socket trust auth: no password)
+            from longrun.store.roles import app_role_url, ensure_login
+
+            ensure_login(owner_url)
+            database_url = app_role_url(owner_url)
 
         external_temporal = os.environ.get("TEMPORAL_ADDRESS") or None
         namespace = os.environ.get("LONGRUN_NAMESPACE", DEFAULT_NAMESPACE)
@@ -491,6 +503,7 @@ def up(
             home=str(home), database_url=database_url, temporal_address=temporal_address, temporal_ui=temporal_ui,
             namespace=namespace, database_embedded=not external_db, temporal_embedded=not external_temporal,
             postgres_pid=pg_pid, temporal_pid=t_pid, started=started, reused=reused, schema_revision=revision,
+            owner_url=owner_url,
         )
         _write_stack(home, info)
         return info
@@ -508,7 +521,7 @@ def status(home: Path | None = None) -> StackStatus:
         database_url: str | None = external_db
     else:
         running = _pg_running(home / PG_DIR)
-        database_url = running[0] if running else stack.get("database_url")
+        database_url = stack.get("database_url") or (running[0] if running else None)
         pg_pid = running[1] if running else None
     if database_url:
         db_ok, db_detail = _database_answers(database_url)
