@@ -20,6 +20,7 @@ report -> done):
   when no term matches); the best-matching non-test files become the candidates.
 - investigate: `read_file` each candidate and run the rule library (`rules.py`) over it; a rule
   that fires is recorded with `write_note` and `record_decision` (the rule and line in the reason).
+  The search stops at the first file where a rule fires.
 - fix: `set_next_action edit`, re-read the file, then `apply_patch` (needs a human's approval).
   A constraint such as "do not modify tests/" or "read-only" is respected: the edit is skipped
   and the note says which constraint forbade it. A rejected, denied or expired edit is noted and
@@ -27,6 +28,33 @@ report -> done):
 - verify: runs the test command, if the run has one (see below), under `next_action test`.
 - report: `set_next_action stop`, `complete_stage`, then a final text report (stop_reason
   end_turn, no tool calls).
+
+**When it delegates (subagents).** Breadth goes to subagents, depth stays here. Only when the
+request offers a `task` tool (the workflow decides that; a child run never gets one) and the survey
+found more than `DELEGATE_ABOVE` (4) candidate files (up to `MAX_DELEGATED_CANDIDATES`, 12, are
+kept then, instead of `MAX_CANDIDATES`), the agent splits the candidates, in rank order, into
+`min(3, ceil(n / 4))` contiguous groups and emits one `task` call per group, all in one turn and
+alone in it, so that the workflow runs them in parallel. With four candidates or fewer it reads them
+itself, one per turn, as before. Each call is `{"brief": ..., "paths": [the group's files]}`; the
+brief is self-contained (see `Policy.brief`):
+
+    Part k of n of a breadth-first forensic review: read the m file(s) listed under Files ...
+    Objective of the parent run: <the objective>
+    Look for: code related to <terms>; defects such as <the rule library's ids> (...).
+    Answer with FINDINGS (...) and UNCERTAIN (...). At most 400 words; never paste file contents ...
+    Constraints of the parent run (verbatim, binding):
+    - <each constraint of the parent, verbatim>
+
+The next turn reads the answers back (`scripted_subagent.parse_answer`): each task gets a note
+`survey: delegated task k/n (<files>): <counts | worker failed: ...>`, each finding (a line with
+`(source: <file>:<line>)` naming a rule of the library) an `inspected <file>: <rule> at line <n>:
+...` note and, per suspect file, a `record_decision` citing the subagent, the rule and file:line;
+files a subagent found clean are noted as inspected. A `worker failed: ...` answer (or any error)
+is noted and the review goes on: that group's files stay uninspected, so when no subagent found
+anything the investigate stage reads them itself; the report lists every task's outcome. The fix
+stage then works as always: the agent re-reads the suspect file itself before proposing the patch.
+A run whose objective starts with `Subagent brief:` is a child: `scripted_subagent.ChildPolicy`
+answers it (reads the brief's files, runs the rule library, answers FINDINGS / UNCERTAIN).
 
 **How it finds the test command.** The allowed commands are not in the state block, so the agent
 only ever runs an argv it was *told*: a constraint (or a line of the objective) of the form
@@ -57,6 +85,10 @@ from longrun.providers.models_table import SCRIPTED, SCRIPTED_INFO
 from longrun.providers.rules import Finding, parse_numbered, propose_patch, scan
 
 MAX_CANDIDATES = 4
+DELEGATE_ABOVE = 4  # more candidates than this, and a `task` tool offered: delegate the reading
+MAX_TASKS = 3  # at most this many subagents, all in one turn
+MAX_DELEGATED_CANDIDATES = 12
+MAX_BRIEF_CHARS = 8000
 MAX_TURNS = 80
 MAX_CALLS_PER_TURN = 2
 NOTE_LIMIT = 600
@@ -103,6 +135,7 @@ class Knowledge:
     edit: str | None = None
     verify: str | None = None
     errors: list[str] = field(default_factory=list)
+    delegations: list[tuple[str, str, str]] = field(default_factory=list)  # (k/n, files, outcome)
 
     def learn(self, note: str) -> None:
         for line in note.splitlines():
@@ -113,6 +146,8 @@ class Knowledge:
             self.listed = True
         elif line.startswith("survey: no file mentions "):
             self.terms_missed = True
+        elif m := re.match(r"^survey: delegated task (\d+/\d+) \((.*?)\): (.*)$", line):
+            self.delegations.append((m.group(1), m.group(2), m.group(3)))
         elif m := re.match(r"^survey: candidates(?: for .*?)?: (.*)$", line):
             self.surveyed = True
             rest = m.group(1).strip()
@@ -229,7 +264,7 @@ def is_test_path(path: str) -> bool:
     return any(p in ("tests", "test") for p in parts[:-1]) or name.startswith("test_") or name.endswith("_test.py")
 
 
-def rank_candidates(grep_output: str) -> list[str]:
+def rank_candidates(grep_output: str, limit: int = MAX_CANDIDATES) -> list[str]:
     """Files with the most matching lines first; non-test files before tests."""
     counts: dict[str, int] = {}
     for line in grep_output.splitlines():
@@ -238,7 +273,7 @@ def rank_candidates(grep_output: str) -> list[str]:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     code = sorted((p for p in counts if not is_test_path(p)), key=lambda p: (-counts[p], p))
     tests = sorted((p for p in counts if is_test_path(p)), key=lambda p: (-counts[p], p))
-    return (code or tests)[:MAX_CANDIDATES]
+    return (code or tests)[:limit]
 
 
 def _result_text(result: ToolResultBlock) -> str:
@@ -265,15 +300,23 @@ class Turn:
     text: str
     calls: list[Call] = field(default_factory=list)
     final: bool = False
+    parallel: bool = False  # the calls go out together, alone in their turn (subagents)
 
 
 class Policy:
     """The decision procedure for one request. Pure: the same request gives the same Turn."""
 
-    def __init__(self, state: dict[str, Any], last: list[tuple[ToolUseBlock, ToolResultBlock]], turn: int) -> None:
+    def __init__(
+        self,
+        state: dict[str, Any],
+        last: list[tuple[ToolUseBlock, ToolResultBlock]],
+        turn: int,
+        tools: frozenset[str] = frozenset(),
+    ) -> None:
         self.state = state
         self.last = last
         self.turn = turn
+        self.can_delegate = "task" in tools
         self.objective = str(state.get("objective", ""))
         self.constraints_list = [str(c) for c in state.get("constraints") or []]
         self.constraints = Constraints.parse(self.constraints_list)
@@ -301,6 +344,7 @@ class Policy:
         self.k.learn(text)
 
     def absorb(self) -> None:
+        tasks = [use for use, _ in self.last if use.name == "task"]
         for use, result in self.last:
             text = _result_text(result)
             err = result.is_error
@@ -317,15 +361,20 @@ class Policy:
                 if err:
                     self.note(f"survey: candidates for {label}: (none) grep failed: {_short(text)}")
                     continue
-                ranked = rank_candidates(text)
+                ranked = rank_candidates(text, MAX_DELEGATED_CANDIDATES if self.can_delegate else MAX_CANDIDATES)
+                head = f"survey: candidates for {label}: "
+                while len(head + ", ".join(ranked)) > NOTE_LIMIT and len(ranked) > 1:
+                    ranked.pop()  # the note must hold every candidate it names
                 if ranked:
-                    self.note(f"survey: candidates for {label}: {', '.join(ranked)}")
+                    self.note(head + ", ".join(ranked))
                 elif is_terms:
                     self.note(f"survey: no file mentions {label}")
                 else:
                     self.note("survey: candidates for code files: (none)")
             elif name == "read_file":
                 self._absorb_read(str(args.get("path", "")), text, err)
+            elif name == "task":
+                self._absorb_task(f"{tasks.index(use) + 1}/{len(tasks)}", args, text, err)
             elif name == "apply_patch":
                 path = str(args.get("path", ""))
                 rule = self._finding_for(path)
@@ -377,6 +426,57 @@ class Policy:
             )
         self.fresh[path] = lines
 
+    def _absorb_task(self, k: str, args: dict[str, Any], text: str, err: bool) -> None:
+        """A subagent's answer: its findings and clean files become notes (as if read here), one
+        decision per suspect file; a failure is noted and its files stay uninspected."""
+        from longrun.providers.scripted_subagent import parse_answer
+
+        paths = [str(p) for p in args.get("paths") or []]
+        label = f"survey: delegated task {k} ({', '.join(paths) or 'no files'})"
+        if err or text.startswith("worker failed"):
+            failure = text if text.startswith("worker failed") else f"failed: {text}"
+            self.note(f"{label}: {_short(failure, 240)}")
+            return
+        answer = parse_answer(text)
+        if not answer.shaped:
+            self.note(f"{label}: answer not in the FINDINGS/UNCERTAIN shape: {_short(text, 200)}")
+            return
+        by_path: dict[str, list[Finding]] = {}
+        for f in answer.findings:
+            by_path.setdefault(f.path, []).append(f)
+        summary = [f"{len(answer.findings)} finding(s) in {len(by_path)} file(s)", f"{len(answer.clean)} clean"]
+        if answer.other:
+            summary.append(f"{len(answer.other)} other: " + " | ".join(_short(o, 100) for o in answer.other[:3]))
+        if answer.uncertain:
+            summary.append("uncertain: " + " | ".join(_short(u, 100) for u in answer.uncertain[:3]))
+        self.note(f"{label}: " + ", ".join(summary))
+        for path, found in by_path.items():
+            if path in self.k.inspected:
+                continue
+            self.note(
+                f"inspected {path}: "
+                + "; ".join(f"{f.rule} at line {f.line}: {_short(f.description, 160)}" for f in found[:3])
+            )
+            first = found[0]
+            if path not in self.decided_paths and not any(
+                c.name == "record_decision" and c.input["summary"].startswith(f"Suspect defect in {path} ")
+                for c in self.processing
+            ):
+                self.processing.append(
+                    Call(
+                        "record_decision",
+                        {
+                            "summary": f"Suspect defect in {path} line {first.line}: {_short(first.description, 200)}",
+                            "reason": f"subagent task {k} reported rule {first.rule} at {path}:{first.line} "
+                            f"(source: {path}:{first.line}) in its survey of {len(paths)} file(s) for "
+                            f"{', '.join(self.terms) or 'the code files'}",
+                        },
+                    )
+                )
+        for path in answer.clean:
+            if path not in self.k.inspected and path not in by_path:
+                self.note(f"inspected {path}: clean (subagent task {k})")
+
     def _finding_for(self, path: str) -> Finding | None:
         return next((f for f in self.k.findings if f.path == path), None)
 
@@ -405,6 +505,9 @@ class Policy:
         if self.new_notes:
             calls.append(Call("write_note", {"text": "\n".join(self.new_notes)}))
         calls += self.processing
+        if plan.parallel:
+            # Subagent calls go out together and alone; bookkeeping first, the plan next turn.
+            return Turn("Recording what the last tool results showed.", calls) if calls else plan
         if plan.final and calls:
             # Record what was learned first; the report comes next turn.
             return Turn("Recording what the last tool results showed.", calls[:MAX_CALLS_PER_TURN])
@@ -430,12 +533,63 @@ class Policy:
                 )
             return Turn("No file names the objective's terms; listing every code file.",
                         [Call("grep", {"pattern": FALLBACK_PATTERN, "path": ".", "glob": CODE_GLOB})])
+        if self.can_delegate and len(self.k.candidates) > DELEGATE_ABOVE and not self.k.delegations:
+            return self.delegate()
         summary = (
             f"Survey done: {len(self.k.candidates)} candidate file(s) to inspect: {', '.join(self.k.candidates)}"
             if self.k.candidates
             else "Survey done: no candidate files found"
         )
+        if self.k.delegations:
+            failed = [k for k, _, outcome in self.k.delegations if outcome.startswith(("worker failed", "failed", "answer not"))]
+            summary += f"; read by {len(self.k.delegations)} subagent(s)"
+            summary += f", task(s) {', '.join(failed)} failed" if failed else ""
         return Turn(summary + ".", [Call("complete_stage", {"summary": summary})])
+
+    def groups(self) -> list[list[str]]:
+        """The candidates in up to MAX_TASKS contiguous groups (rank order kept), about
+        DELEGATE_ABOVE files each."""
+        files = self.k.candidates
+        n = min(MAX_TASKS, -(-len(files) // DELEGATE_ABOVE))
+        size = -(-len(files) // n)
+        return [files[i : i + size] for i in range(0, len(files), size)]
+
+    def brief(self, k: int, n: int, files: list[str]) -> str:
+        """A self-contained brief: the objective restated, what to look for, how to answer, and the
+        parent's constraints verbatim. The files go in the call's `paths` (the workflow lists them
+        under `Files:` in the child's objective)."""
+        from longrun.providers.scripted_subagent import PARENT_OBJECTIVE_LABEL, rule_catalogue
+
+        head = [
+            f"Part {k} of {n} of a breadth-first forensic review: read the {len(files)} file(s) listed under "
+            "Files and report what could explain the objective below. Read only; do not edit or run anything.",
+            f"{PARENT_OBJECTIVE_LABEL} {_short(self.objective, 2000)}",
+            f"Look for: code related to {', '.join(self.terms) or 'the objective'}; defects such as "
+            f"{rule_catalogue()} (off-by-one slice ends and ranges, bounds one past the end, truncated "
+            "means, identity comparisons with literals).",
+            "Answer with FINDINGS (one line per defect: file, line, the rule or reason, and its source as "
+            "<file>:<line>; one line per file where nothing fired) and UNCERTAIN (what you could not read "
+            "or confirm). At most 400 words; never paste file contents; never ask questions back.",
+        ]
+        text = "\n".join(head)
+        if self.constraints_list:
+            text += "\nConstraints of the parent run (verbatim, binding):\n" + "\n".join(
+                f"- {c}" for c in self.constraints_list
+            )
+        return text if len(text) <= MAX_BRIEF_CHARS else text[: MAX_BRIEF_CHARS - 20] + "\n[brief cut]"
+
+    def delegate(self) -> Turn:
+        groups = self.groups()
+        calls = [
+            Call("task", {"brief": self.brief(i, len(groups), g), "paths": list(g)})
+            for i, g in enumerate(groups, 1)
+        ]
+        return Turn(
+            f"{len(self.k.candidates)} candidate files: more than {DELEGATE_ABOVE}, so {len(groups)} subagents "
+            "read them in parallel: " + "; ".join(f"task {i}: {', '.join(g)}" for i, g in enumerate(groups, 1)) + ".",
+            calls,
+            parallel=True,
+        )
 
     def investigate(self) -> Turn:
         remaining = [p for p in self.k.candidates if p not in self.k.inspected]
@@ -515,6 +669,8 @@ class Policy:
         lines.append(f"Objective: {_short(self.objective, 300)}")
         if k.candidates:
             lines.append(f"Files inspected: {', '.join(p for p in k.candidates if p in k.inspected) or 'none'}")
+        for part, files, outcome in k.delegations:
+            lines.append(f"Subagent task {part} ({_short(files, 160)}): {_short(outcome, 200)}")
         if k.findings:
             for f in k.findings[:5]:
                 lines.append(f"Finding: {f.path} line {f.line}: {f.description} [rule {f.rule}]")
@@ -570,7 +726,13 @@ class ScriptedProvider:
             number = 1
         else:
             number = 1 + sum(1 for m in request.messages if m.role == "assistant")
-            turn = Policy(state, _last_results(request), number).decide()
+            from longrun.providers.scripted_subagent import ChildPolicy, is_child_objective
+
+            if is_child_objective(str(state.get("objective", ""))):
+                turn = ChildPolicy(state, request.messages, number).decide()
+            else:
+                tools = frozenset(t.name for t in request.tools)
+                turn = Policy(state, _last_results(request), number, tools).decide()
         digest = sha256_hex(canonical_json(request.model_dump(mode="json")))[:8]
         content: list[Block] = [TextBlock(text=turn.text)]
         content += [
