@@ -12,7 +12,8 @@ Rules (docs/ARCHITECTURE.md, "Invariant gate"):
 6. ``artifacts``   every artifact reference points at stored content;
 7. ``evidence``    what the action depends on is checked against the workspace now, not against
                    the transcript or a summary (the tool's own precondition check);
-plus ``tool``: the tool's own checks (workspace confinement, command allow-list).
+plus ``tool``: the tool's own checks (workspace confinement, command allow-list), and a subagent
+(a read-only run) may call read tools only: no effects, no state changes, no grandchildren.
 The first failing rule decides; every verdict is audited by the caller.
 """
 
@@ -35,7 +36,7 @@ class GateFacts:
     expected_version: int
     original_objective: str
     tool_name: str
-    tool_kind: Literal["read", "effect", "state", "unknown"]
+    tool_kind: Literal["read", "effect", "state", "delegate", "unknown"]
     needs_approval: bool
     allowed_next_actions: frozenset[NextAction]
     action_hash: str
@@ -44,6 +45,7 @@ class GateFacts:
     tool_check_error: str | None = None
     arguments_error: str | None = None
     expired_approval_for_action: bool = False
+    read_only_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ def evaluate(f: GateFacts) -> GateDecision:
         return _deny("tool", f.arguments_error or f"unknown tool {f.tool_name!r}")
     if f.arguments_error:
         return _deny("tool", f.arguments_error)
+    if f.read_only_run and f.tool_kind != "read":
+        return _deny("tool", f"a subagent may only read: {f.tool_name} is not a read-only tool")
+    if f.tool_kind == "delegate":
+        return GateDecision("allow", "delegate", "a subagent with read-only tools and its own caps")
     if f.tool_kind != "effect":
         # Read and state tools change nothing outside the run; they still must stay in the
         # workspace (the tool's own check) and state tools go through compare-and-set.

@@ -12,7 +12,7 @@ from longrun.tools import Tool, ToolOutcome, ToolRegistry, default_registry
 
 BUILTINS = [
     "list_dir", "read_file", "grep", "read_artifact", "write_file", "apply_patch", "run_command",
-    "record_decision", "set_next_action", "write_note", "complete_stage",
+    "record_decision", "set_next_action", "write_note", "complete_stage", "task",
 ]
 
 

@@ -4,12 +4,13 @@ pipeline. `AgentActivities(deps).all()` is what a worker registers."""
 from __future__ import annotations
 
 from longrun.activities.base import Deps, action_id_for
+from longrun.activities.children import ChildActivities
 from longrun.activities.model import ModelActivities
 from longrun.activities.run import RunActivities
 from longrun.activities.tools import ToolActivities
 
 
-class AgentActivities(ModelActivities, ToolActivities, RunActivities):
+class AgentActivities(ModelActivities, ToolActivities, RunActivities, ChildActivities):
     """Every activity of the run workflow, sharing one set of dependencies."""
 
     def all(self) -> list:
@@ -27,6 +28,8 @@ class AgentActivities(ModelActivities, ToolActivities, RunActivities):
             self.record_intent,
             self.run_tool,
             self.reconcile,
+            self.create_child,
+            self.collect_child,
         ]
 
 

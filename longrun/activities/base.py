@@ -140,7 +140,7 @@ class ActivityBase:
             projection=projection,
             new_items=self.items(entries),
             state=state,
-            tools=self.registry.specs(),
+            tools=self.registry.specs(read_only=spec.read_only),
             max_tokens=min(spec.context.reserve_output, provider.info.max_output),
         )
         calibration = self.calibration(run_id)

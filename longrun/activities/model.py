@@ -145,7 +145,7 @@ class ModelActivities(ActivityBase):
                 calibration=self.calibration(run_id),
                 summarizer=self.summarizer_for(spec.model),
                 system=SYSTEM_PROMPT,
-                tools=self.registry.specs(),
+                tools=self.registry.specs(read_only=spec.read_only),
                 force=inp.trigger in ("overflow", "operator"),
             )
         report = projection.report

@@ -61,6 +61,7 @@ class RunActivities(ActivityBase):
             continue_as_new_every=spec.continue_as_new_every,
             approval_ttl_seconds=spec.approval_ttl_seconds,
             model=spec.model,
+            subagent_width=spec.subagent_width,
             state=brief(self.store.load_state(inp.run_id)),
             status=record.status,
         )

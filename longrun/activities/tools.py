@@ -88,6 +88,7 @@ class ToolActivities(ActivityBase):
                 tool_check_error=check_error,
                 arguments_error=args_error,
                 expired_approval_for_action=expired,
+                read_only_run=spec.read_only,
             )
         )
         reason = self.redactor.redact(decision.reason)

@@ -89,6 +89,7 @@ class LoadRunResult(_IO):
     continue_as_new_every: int
     approval_ttl_seconds: int
     model: str
+    subagent_width: int = 4
     state: StateBrief
     status: str
 
@@ -147,7 +148,7 @@ class GateResult(_IO):
     action_id: str
     action_hash: str
     tool: str
-    kind: Literal["read", "effect", "state", "unknown"]
+    kind: Literal["read", "effect", "state", "delegate", "unknown"]
     arguments_preview: dict[str, Any] = Field(default_factory=dict)
     state_version: int
 
@@ -206,6 +207,30 @@ class RunToolResult(_IO):
     result: ToolResultRef
     state: StateBrief
     effect_status: Literal["none", "confirmed", "unknown"] | None = None
+
+
+class ChildInput(_IO):
+    """A `task` call of the parent: the brief stays in the parent's transcript."""
+
+    run_id: str
+    turn: int
+    call: ToolCallRef
+
+
+class ChildCreated(_IO):
+    child_run_id: str
+
+
+class CollectChildInput(_IO):
+    run_id: str
+    child_run_id: str
+    call: ToolCallRef
+    failure: str | None = Field(default=None, max_length=2_000)
+
+
+class ChildCollected(_IO):
+    result: ToolResultRef
+    usage: Usage
 
 
 class CommitTurnInput(_IO):

@@ -74,6 +74,10 @@ class RunCaps(BaseModel):
     max_wall_seconds: int = Field(default=6 * 3600, ge=10)
 
 
+def _subagent_caps() -> "RunCaps":
+    return RunCaps(max_turns=30, max_model_calls=40, max_tool_calls=80, max_tokens=2_000_000, max_wall_seconds=1800)
+
+
 class RunSpec(BaseModel):
     """What to do, where, under whose approval, with which model and limits."""
 
@@ -92,6 +96,10 @@ class RunSpec(BaseModel):
     approval_ttl_seconds: int = Field(default=1800, ge=1, description="default lifetime of an approval")
     command_timeout_seconds: int = Field(default=120, ge=1)
     continue_as_new_every: int = Field(default=50, ge=2, description="turns between continue-as-new, at most")
+    read_only: bool = Field(default=False, description="a subagent: read-only tools, no approvals, no `task`")
+    subagent_width: int = Field(default=4, ge=1, le=16, description="subagents running at once, at most")
+    subagent_caps: RunCaps = Field(default_factory=_subagent_caps, description="caps of each subagent run")
+    subagent_model: str | None = Field(default=None, description="model of subagents; default: the run's model")
 
     @field_validator("workspace")
     @classmethod

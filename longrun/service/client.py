@@ -14,6 +14,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, W
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
+from longrun.context.opening import opening_message
 from longrun.context.tokens import estimate_message
 from longrun.errors import ApprovalError, ConfigError, RunNotFoundError, StackNotRunning
 from longrun.models.audit import (
@@ -26,7 +27,6 @@ from longrun.models.audit import (
     RunFinished,
     ToolRan,
 )
-from longrun.models.blocks import Message
 from longrun.models.provider import Usage
 from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.models.io import AgentRunInput, ApproveInput, RejectInput, SayInput, StatusQueryResult
@@ -62,19 +62,6 @@ def open_store(settings: Settings) -> Store:
 
 def new_run_id() -> str:
     return "run-" + uuid.uuid4().hex[:12]
-
-
-def opening_message(spec: RunSpec) -> Message:
-    """The first user message of every run: the objective and the constraints, verbatim."""
-    lines = [f"Objective: {spec.objective}"]
-    if spec.constraints:
-        lines.append("Constraints (verbatim, binding):")
-        lines += [f"- {c}" for c in spec.constraints]
-    if spec.allowed_commands:
-        lines.append("Allowed commands (run_command argv, exact):")
-        lines += [f"- {' '.join(argv)}" for argv in spec.allowed_commands]
-    lines.append(f"Workspace: {spec.workspace}")
-    return Message.user_text("\n".join(lines))
 
 
 async def start_run(

@@ -63,6 +63,7 @@ from longrun.store.chain import (
     state_version_payload,
     transcript_payload,
 )
+from longrun.redact import Redactor, default_redactor
 from longrun.store.engine import make_engine
 from longrun.store.records import AuditRecord, ChainVerdict, RunRecord, StateVersionRecord, TranscriptRecord
 from longrun.store.tables import (
@@ -198,10 +199,24 @@ class Store:
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.
     """
 
-    def __init__(self, engine: Engine, *, owns_engine: bool = False) -> None:
+    def __init__(self, engine: Engine, *, owns_engine: bool = False, redactor: Redactor | None = None) -> None:
         self.engine = engine
         self._owns_engine = owns_engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self.redactor = redactor or default_redactor()
+        """Applied to every text the store records for a human or a model (the run's objective and
+        constraints, transcript messages, projections, audit events): whatever path a secret took to
+        get here, it is stored as `[REDACTED:<kind>]` (see longrun.redact)."""
+
+    def _redact_message(self, content: dict[str, Any]) -> dict[str, Any]:
+        """A message's JSON with every string redacted, except thinking blocks, which the provider
+        needs back byte for byte (their signature covers them)."""
+        blocks = content.get("content")
+        if not isinstance(blocks, list):
+            return self.redactor.redact_json(content)
+        kept = [b if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+                else self.redactor.redact_json(b) for b in blocks]
+        return {**{k: self.redactor.redact_json(v) for k, v in content.items() if k != "content"}, "content": kept}
 
     @classmethod
     def from_url(cls, url: str, **engine_kwargs: Any) -> "Store":
@@ -289,6 +304,8 @@ class Store:
             _check_run_id("parent_run_id", parent_run_id)
         _check_text("actor", actor, ACTOR_MAX, nonempty=True)
         spec = _validate(RunSpec, spec, "run spec")
+        spec = spec.model_copy(update={"objective": self.redactor.redact(spec.objective),
+                                       "constraints": [self.redactor.redact(c) for c in spec.constraints]})
         now = utcnow()
         state = _validate(
             TaskState,
@@ -598,7 +615,7 @@ class Store:
         _check_int("token_estimate", token_estimate, minimum=0)
         _check_int("turn", turn, minimum=0, optional=True)
         usage_json = None if usage is None else _validate(Usage, usage, "usage").model_dump(mode="json")
-        content = msg.model_dump(mode="json")
+        content = self._redact_message(msg.model_dump(mode="json"))
         _check_size("message", content, MAX_MESSAGE_BYTES, "store large tool output as an artifact and reference it")
 
         def tx(s: Session) -> int:
@@ -705,7 +722,8 @@ class Store:
         """
         proj: Projection = _validate(Projection, projection, "projection")
         _check_int("expected_state_version", expected_state_version, minimum=1)
-        content = {"summary": proj.summary, "messages": [m.model_dump(mode="json") for m in proj.messages]}
+        content = {"summary": self.redactor.redact(proj.summary) if proj.summary else proj.summary,
+                   "messages": [self._redact_message(m.model_dump(mode="json")) for m in proj.messages]}
         _check_size("projection", content, MAX_MESSAGE_BYTES * 4, "the projection should be smaller than the window")
         report = proj.report.model_dump(mode="json")
 
@@ -776,7 +794,7 @@ class Store:
         _check_text("actor", actor, ACTOR_MAX, nonempty=True)
         try:
             raw = event.model_dump(mode="json") if isinstance(event, BaseModel) else event
-            parsed = audit_event_adapter.validate_python(raw)
+            parsed = audit_event_adapter.validate_python(self.redactor.redact_json(raw))
         except ValidationError as exc:
             raise InvalidInputError(f"invalid audit event: {_fields(exc)}") from exc
 

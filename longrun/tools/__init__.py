@@ -13,6 +13,7 @@ Where each built-in may run (the invariant gate's rule 4, `Tool.allowed_next_act
       action, write_note, complete_stage
     write_file, apply_patch          -     yes    -       -        -
     run_command                     yes     -    yes      -        -
+    task (a subagent)               yes    yes   yes     yes      yes   (never inside a subagent)
 """
 
 from longrun.tools.artifacts import READ_ARTIFACT
@@ -30,11 +31,12 @@ from longrun.tools.files import APPLY_PATCH, LIST_DIR, READ_FILE, WRITE_FILE
 from longrun.tools.paths import check_write_path, confine
 from longrun.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
 from longrun.tools.search import GREP
+from longrun.tools.task import TASK
 from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, STEP_NEXT_ACTION, WRITE_NOTE
 
 __all__ = [
     "APPLY_PATCH", "ArtifactReader", "BUILTIN_TOOLS", "COMPLETE_STAGE", "GREP", "LIST_DIR", "READ_ARTIFACT",
     "READ_FILE", "RECORD_DECISION", "RUN_COMMAND", "ReconcileOutcome", "ReconcileStatus", "SET_NEXT_ACTION",
-    "STEP_NEXT_ACTION", "Tool", "ToolContext", "ToolKind", "ToolOutcome", "ToolRegistry", "WRITE_FILE",
+    "STEP_NEXT_ACTION", "TASK", "Tool", "ToolContext", "ToolKind", "ToolOutcome", "ToolRegistry", "WRITE_FILE",
     "WRITE_NOTE", "check_write_path", "command_refusal", "confine", "default_registry", "minimal_env",
 ]

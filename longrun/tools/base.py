@@ -5,7 +5,8 @@ A tool is one of three kinds:
 - ``effect``: changes the world (write_file, apply_patch, run_command, custom tools); goes through
   the invariant gate, the effects ledger and, when ``needs_approval``, a human's approval;
 - ``state``: changes TaskState only, through compare-and-set (record_decision, set_next_action,
-  write_note, complete_stage); none of them can touch approvals or effects.
+  write_note, complete_stage); none of them can touch approvals or effects;
+- ``delegate``: ``task``, run by the workflow itself as a child run (a subagent).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Callable, Literal, Protocol
 from longrun.models.provider import ToolSpec
 from longrun.models.state import NextAction, TaskState
 
-ToolKind = Literal["read", "effect", "state"]
+ToolKind = Literal["read", "effect", "state", "delegate"]
 
 
 class ArtifactReader(Protocol):

@@ -46,6 +46,7 @@ from longrun.tools.files import APPLY_PATCH, LIST_DIR, READ_FILE, WRITE_FILE
 from longrun.tools.schema import SchemaViolation, check_schema, validate
 from longrun.tools.search import GREP
 from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, WRITE_NOTE
+from longrun.tools.task import TASK
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What the Anthropic API accepts as a tool name."""
@@ -62,6 +63,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
     SET_NEXT_ACTION,
     WRITE_NOTE,
     COMPLETE_STAGE,
+    TASK,
 )
 
 

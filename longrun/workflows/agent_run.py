@@ -14,7 +14,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from longrun.activities import names as A
@@ -25,6 +25,10 @@ with workflow.unsafe.imports_passed_through():
         AgentRunResult,
         ApproveInput,
         AskHumanInput,
+        ChildCollected,
+        ChildCreated,
+        ChildInput,
+        CollectChildInput,
         CommitTurnInput,
         CommitTurnResult,
         CompactInput,
@@ -72,6 +76,8 @@ RESULT_TYPES = {
     A.GRANT_APPROVAL: StateBrief,
     A.FINISH_RUN: type(None),
     A.RECORD_EVENT: type(None),
+    A.CREATE_CHILD: ChildCreated,
+    A.COLLECT_CHILD: ChildCollected,
 }
 MAX_OVERFLOW_RETRIES = 3
 
@@ -102,6 +108,7 @@ class AgentRunWorkflow:
         self.compact_requested = False
         self.reason = ""
         self.turns_this_generation = 0
+        self.children: list[str] = []
 
     # ------------------------------------------------------------------ run
     @workflow.run
@@ -185,14 +192,8 @@ class AgentRunWorkflow:
             return
 
         model = await self._model_call(turn)
-        results: list[ToolResultRef] = []
-        stage_boundary = False
-        for call in model.tool_calls:
-            if self.cancel_requested:
-                results.append(self._error(call, "not run: the run was cancelled"))
-                continue
-            results.append(await self._tool_call(turn, call))
-            stage_boundary = stage_boundary or call.name == "complete_stage"
+        results = await self._run_calls(turn, model.tool_calls)
+        stage_boundary = any(call.name == "complete_stage" for call in model.tool_calls)
         self.cursor.tool_calls += len(model.tool_calls)
 
         commit = await self._act(
@@ -255,6 +256,62 @@ class AgentRunWorkflow:
             self.cursor.last_compaction = result.report
         elif result.report is not None and result.outcome == "stale":
             self.cursor.last_compaction = result.report
+
+    async def _run_calls(self, turn: int, calls: list[ToolCallRef]) -> list[ToolResultRef]:
+        """Tool calls one after another, in order; `task` calls (subagents) run together, at
+        most `subagent_width` at once. Results keep the calls' order."""
+        results: dict[int, ToolResultRef] = {}
+        tasks = [c for c in calls if c.name == "task"]
+        for call in calls:
+            if call.name == "task":
+                continue
+            if self.cancel_requested:
+                results[call.index] = self._error(call, "not run: the run was cancelled")
+                continue
+            results[call.index] = await self._tool_call(turn, call)
+        if tasks:
+            width = asyncio.Semaphore(self.spec.subagent_width if self.spec else 4)
+
+            async def bounded(call: ToolCallRef) -> ToolResultRef:
+                async with width:
+                    return await self._subagent(turn, call)
+
+            for call, result in zip(tasks, await asyncio.gather(*(bounded(c) for c in tasks))):
+                results[call.index] = result
+        return [results[c.index] for c in calls]
+
+    async def _subagent(self, turn: int, call: ToolCallRef) -> ToolResultRef:
+        """One `task` call: a child run with a clean context; its failure is a string, never an
+        exception that would cancel its siblings."""
+        if self.cancel_requested:
+            return self._error(call, "not run: the run was cancelled")
+        gate = await self._gate(turn, call)
+        if gate.verdict != "allow":
+            return self._error(call, f"denied by the invariant gate (rule {gate.rule}): {gate.reason}")
+        created = await self._act(A.CREATE_CHILD, ChildInput(run_id=self.run_id, turn=turn, call=call))
+        child_id = created.child_run_id
+        self.children.append(child_id)
+        failure: str | None = None
+        try:
+            outcome = await workflow.execute_child_workflow(
+                WORKFLOW_NAME,
+                AgentRunInput(run_id=child_id),
+                id=child_id,
+                task_queue=workflow.info().task_queue,
+                result_type=AgentRunResult,
+            )
+            if outcome.status != "completed":
+                failure = f"{outcome.status}: {outcome.reason}"
+        except ChildWorkflowError as err:
+            cause = err.cause
+            failure = str(getattr(cause, "message", None) or cause or err)
+        finally:
+            self.children.remove(child_id)
+        collected = await self._act(
+            A.COLLECT_CHILD, CollectChildInput(run_id=self.run_id, child_run_id=child_id, call=call, failure=failure)
+        )
+        self.cursor.usage = self.cursor.usage + collected.usage
+        return collected.result
 
     async def _tool_call(self, turn: int, call: ToolCallRef) -> ToolResultRef:
         gate = await self._gate(turn, call)
@@ -394,9 +451,18 @@ class AgentRunWorkflow:
     @workflow.query
     def status_query(self) -> StatusQueryResult:
         return StatusQueryResult(
-            run_id=self.run_id, model=self.spec.model if self.spec else "", status=self.status.value, state=self.state, turn=self.cursor.turn,
-            pending_approval=self.pending, usage=self.cursor.usage, model_calls=self.cursor.model_calls,
-            tool_calls=self.cursor.tool_calls, last_compaction=self.cursor.last_compaction, reason=self.reason,
+            run_id=self.run_id,
+            model=self.spec.model if self.spec else "",
+            status=self.status.value,
+            state=self.state,
+            turn=self.cursor.turn,
+            pending_approval=self.pending,
+            usage=self.cursor.usage,
+            model_calls=self.cursor.model_calls,
+            tool_calls=self.cursor.tool_calls,
+            last_compaction=self.cursor.last_compaction,
+            reason=self.reason,
+            children=list(self.children),
         )
 
     def _check_decidable(self, approval_id: str, approver: str) -> None:

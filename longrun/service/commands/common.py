@@ -19,7 +19,6 @@ from temporalio.client import Client
 
 from longrun.errors import LongrunError
 from longrun.models.spec import RunSpec
-from longrun.providers.models_table import model_info
 from longrun.service import client as api
 from longrun.service.settings import Settings
 from longrun.store import Store
@@ -94,6 +93,10 @@ async def stack(*, need_temporal: bool = True) -> AsyncIterator[tuple[Client | N
 
 def context_limits(spec: RunSpec) -> tuple[int, int]:
     """(hard limit of one request, compaction trigger) of a run, in tokens."""
+    # imported here: the providers package loads the anthropic SDK (about a second), which the
+    # commands that never need a model window should not pay for
+    from longrun.providers.models_table import model_info
+
     window = model_info(spec.model).window
     return spec.context.limit(window), spec.context.effective_trigger(window)
 

@@ -104,6 +104,9 @@ async def _decide(args: argparse.Namespace, verb: str) -> int:
             text = str(exc)
             if "no pending approval" in text or "does not match" in text:
                 text = _expired(store, args.run, approval_id) or text
+            elif "expired" in text:
+                text += (f"; the run will wait for a human: `longrun say {args.run} \"...\"` tells it how to go on "
+                         "(the action must be proposed again)")
             raise CliError(f"{verb} refused: {text}") from exc
     if args.json:
         print_json({"run_id": args.run, "approval_id": approval_id, "result": message})

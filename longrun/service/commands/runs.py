@@ -162,7 +162,8 @@ async def cmd_start(args: argparse.Namespace) -> int:
                           if args.json else say)
         final = await watcher.follow(lambda s: s.status in (RunStatus.waiting_approval, RunStatus.paused))
         if args.json:
-            print_json({"run_id": run_id, "status": final.status.value, "reason": final.reason})
+            print_json({"run_id": run_id, "status": final.status.value, "reason": final.reason,
+                        "pending_approval": final.pending_approval})
         return EXIT_FAIL if final.status in (RunStatus.failed, RunStatus.cancelled) else EXIT_OK
 
 

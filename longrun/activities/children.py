@@ -1,0 +1,117 @@
+"""Subagent activities: create a child run from a `task` call, collect its short answer.
+
+A child is an ordinary run in Postgres (its own transcript, state and audit, `parent_run_id` set)
+with read-only tools, the parent's constraints copied verbatim and its own caps. The parent's
+context grows by the child's FINDINGS / UNCERTAIN answer only.
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from longrun.activities.base import ActivityBase
+from longrun.activities.names import COLLECT_CHILD, CREATE_CHILD
+from longrun.context.opening import opening_message
+from longrun.context.tokens import estimate_message
+from longrun.errors import RunNotFoundError
+from longrun.models.audit import ToolRan
+from longrun.models.io import ChildCollected, ChildCreated, ChildInput, CollectChildInput, ToolResultRef
+from longrun.models.provider import Usage
+from longrun.models.spec import RunSpec
+from longrun.models.state import MAX_TEXT
+
+BRIEF_PREFIX = "Subagent brief:"
+MAX_ANSWER_WORDS = 400
+ANSWER_SHAPE = (
+    "Answer once, at the end, in this shape and nothing else (at most 400 words; never paste file "
+    "contents; never ask questions back):\n"
+    "FINDINGS:\n- <one finding per line> (source: <file>:<line> or command: <argv>)\n"
+    "UNCERTAIN:\n- <what you could not confirm, or none>"
+)
+
+
+def child_run_id(parent_run_id: str, turn: int, index: int) -> str:
+    return f"{parent_run_id}.t{turn}c{index}"
+
+
+def shape_answer(text: str) -> str:
+    """Hold a child's answer to the contract: the FINDINGS/UNCERTAIN shape, at most 400 words."""
+    text = text.strip()
+    if "FINDINGS:" not in text:
+        text = f"FINDINGS:\n- (none in the expected shape)\nUNCERTAIN:\n- the subagent answered otherwise: {text}"
+    kept: list[str] = []
+    words = 0
+    for line in text.splitlines():
+        n = len(line.split())
+        if words + n > MAX_ANSWER_WORDS:
+            kept.append(" ".join(line.split()[: max(0, MAX_ANSWER_WORDS - words)]) + " [cut at 400 words]")
+            break
+        kept.append(line)
+        words += n
+    return "\n".join(kept)
+
+
+class ChildActivities(ActivityBase):
+    @activity.defn(name=CREATE_CHILD)
+    def create_child(self, inp: ChildInput) -> ChildCreated:
+        """Create the child run from the parent's `task` call. Idempotent (a retry finds it)."""
+        child_id = child_run_id(inp.run_id, inp.turn, inp.call.index)
+        try:
+            self.store.get_run(child_id)
+            return ChildCreated(child_run_id=child_id)
+        except RunNotFoundError:
+            pass
+        parent = self.spec(inp.run_id)
+        _, arguments = self.tool_call(inp.run_id, inp.call)
+        paths = [str(p) for p in arguments.get("paths") or []]
+        objective = f"{BRIEF_PREFIX}\n{str(arguments.get('brief', '')).strip()}"
+        if paths:
+            objective += "\nFiles:\n" + "\n".join(f"- {p}" for p in paths)
+        objective = objective[: MAX_TEXT - len(ANSWER_SHAPE) - 2] + "\n\n" + ANSWER_SHAPE
+        spec = RunSpec(
+            objective=objective,
+            constraints=list(self.store.load_state(inp.run_id).constraints),
+            workspace=parent.workspace,
+            approvers=[],
+            allowed_commands=[],
+            model=parent.subagent_model or parent.model,
+            context=parent.context,
+            caps=parent.subagent_caps,
+            read_only=True,
+            subagent_width=1,
+            command_timeout_seconds=parent.command_timeout_seconds,
+            continue_as_new_every=parent.continue_as_new_every,
+        )
+        self.store.create_run(child_id, spec, parent_run_id=inp.run_id, actor=f"run:{inp.run_id}")
+        message = opening_message(spec)
+        self.store.append_transcript(child_id, message, token_estimate=estimate_message(message), turn=0)
+        return ChildCreated(child_run_id=child_id)
+
+    @activity.defn(name=COLLECT_CHILD)
+    def collect_child(self, inp: CollectChildInput) -> ChildCollected:
+        """The child's answer as the parent's tool result, and the tokens it spent."""
+        record = self.store.get_run(inp.child_run_id)
+        entries = self.store.transcript(inp.child_run_id)
+        usage = Usage()
+        for entry in entries:
+            if entry.usage is not None:
+                usage = usage + entry.usage
+        failure = inp.failure or (None if record.status == "completed" else f"{record.status}: {record.reason}")
+        if failure:
+            text, is_error = f"worker failed: {failure}", True
+        else:
+            answers = [e.message.text() for e in entries if e.role == "assistant" and e.message.text().strip()]
+            text, is_error = shape_answer(answers[-1] if answers else ""), False
+        text = self.redactor.redact(text)
+        sha = self.store.put_artifact(text.encode("utf-8"))
+        self.store.append_audit(
+            inp.run_id,
+            ToolRan(
+                tool="task", call_id=inp.call.call_id, is_error=is_error, artifact_sha256=sha,
+                output_bytes=len(text.encode()), summary=f"subagent {inp.child_run_id}: {text.splitlines()[0][:160]}",
+            ),
+        )
+        return ChildCollected(
+            result=ToolResultRef(call_id=inp.call.call_id, tool="task", is_error=is_error, artifact_sha256=sha),
+            usage=usage,
+        )
