@@ -12,6 +12,7 @@ with its reason printed and written; the others still run.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -42,6 +43,13 @@ def _runner(name: str) -> Callable[[], Section]:
 
         return orchestration.run
     raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(ORDER)}")
+
+
+def _load() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def run_one(name: str) -> Section:
@@ -96,10 +104,13 @@ def main(argv: list[str] | None = None) -> int:
         if n not in ORDER:
             parser.error(f"unknown benchmark {n!r}; choose from {', '.join(ORDER)}")
     info = machine()
+    info["load average at start (1/5/15 min)"] = _load()
     progress(f"machine: {info['cpu']}, {info['cores']}, {info['memory']}")
     t0 = time.perf_counter()
     sections = [run_one(n) for n in names]
     total = time.perf_counter() - t0
+    info["load average at end (1/5/15 min)"] = _load() + (
+        "; other work on the machine slows timings and throughputs: compare figures within one run, not across runs")
     for s in sections:
         print(f"\n## {s.name}" + (f": skipped: {s.skipped}" if s.skipped else f" ({s.seconds:.1f} s)"))
         for t in s.tables:

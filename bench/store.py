@@ -186,7 +186,8 @@ def bench_raw(url: str, n: int, seconds: float, *, contended: bool) -> tuple[flo
     return commits / elapsed, lost[0]
 
 
-def run(seconds: float = 3.0, writers: tuple[int, ...] = WRITERS, url: str | None = None) -> Section:
+def run(seconds: float = 3.0, writers: tuple[int, ...] = WRITERS, url: str | None = None, rounds: int = 4) -> Section:
+    """`seconds` per figure, measured in `rounds` interleaved slices (raw, compare_and_set, update_state)."""
     t0 = time.perf_counter()
     server = None
     if url is None:
@@ -194,19 +195,23 @@ def run(seconds: float = 3.0, writers: tuple[int, ...] = WRITERS, url: str | Non
         server = EmbeddedPostgres()
         url = server.__enter__()
     try:
-        table = Table(f"State store: compare-and-set commits per second ({seconds:g} s per figure, each writer a thread "
-                      "with its own connection)",
+        table = Table(f"State store: compare-and-set commits per second ({seconds:g} s per figure in {rounds} interleaved "
+                      "slices, each writer a thread with its own connection)",
                       ["writers", "case", "Store.compare_and_set", "Store.update_state", "floor: raw UPDATE ... WHERE version",
                        "compare_and_set / floor", "update_state / floor", "target >= 50%"])
         cases = [(n, False) for n in writers] + [(max(writers), True)]
         for n, contended in cases:
             label = "one run, contended" if contended else "one run per writer"
-            raw, raw_lost = bench_raw(url, n, seconds, contended=contended)
-            progress(f"store: raw UPDATE, {n} writer(s), {label}: {raw:.0f}/s")
-            cas, cas_lost = bench_cas(url, n, seconds, via="compare_and_set", contended=contended)
-            progress(f"store: compare_and_set, {n} writer(s), {label}: {cas:.0f}/s")
-            upd, upd_lost = bench_cas(url, n, seconds, via="update_state", contended=contended)
-            progress(f"store: update_state, {n} writer(s), {label}: {upd:.0f}/s")
+            # interleaved slices, so that a slow spell of the disk or the machine hits all three alike
+            sums = {"raw": [0.0, 0], "compare_and_set": [0.0, 0], "update_state": [0.0, 0]}
+            for _ in range(rounds):
+                for via in sums:
+                    rate, lost = (bench_raw(url, n, seconds / rounds, contended=contended) if via == "raw" else
+                                  bench_cas(url, n, seconds / rounds, via=via, contended=contended))
+                    sums[via][0] += rate / rounds
+                    sums[via][1] += lost
+            (raw, raw_lost), (cas, cas_lost), (upd, upd_lost) = sums["raw"], sums["compare_and_set"], sums["update_state"]
+            progress(f"store: {n} writer(s), {label}: compare_and_set {cas:.0f}/s, update_state {upd:.0f}/s, raw {raw:.0f}/s")
             races = f" (lost races: {cas_lost} / {upd_lost} / {raw_lost})" if contended else ""
             table.add(n, label + races, f"{cas:,.0f}/s", f"{upd:,.0f}/s", f"{raw:,.0f}/s", ratio(cas, raw), ratio(upd, raw),
                       mark(cas >= 0.5 * raw))
