@@ -148,3 +148,33 @@ async def test_a_child_cannot_cause_effects_or_start_a_grandchild(store, tempora
     assert store.load_state(child.run_id).notes == [] and store.load_state(child.run_id).effects == []
     tools_offered = {t.name for t in provider.parent_requests[0].tools}
     assert "task" in tools_offered
+
+
+async def test_scripted_agent_delegates_a_wide_survey_and_fixes_the_bug(store, temporal_client, tmp_path):
+    """The offline scripted agent (a deterministic stand-in for a model) hands a breadth-first
+    survey of many files to parallel subagents, then fixes what a child found."""
+    import shlex
+    import sys
+
+    from longrun.service import client as api
+    from tests.support.harness import copy_sample
+
+    argv = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-q"]
+    ws = copy_sample("wide", tmp_path)
+    run_spec = RunSpec(
+        objective="The weekly demand forecast for depot items comes out too low. Find the defect and propose a fix.",
+        constraints=[f"tests: {shlex.join(argv)}"], workspace=str(ws), approvers=["alice"], allowed_commands=[argv],
+    )
+    async with running_worker(temporal_client, store) as h:
+        run_id = await h.start(run_spec)
+        waiting = await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed", "failed"), timeout=120)
+        assert waiting.status == "waiting_approval", waiting.reason
+        assert waiting.pending_approval.arguments["path"] == "depot/smoothing.py"
+        await api.approve(h.client, run_id, waiting.pending_approval.approval_id, "alice")
+        result = await h.result(run_id)
+    assert result.status == "completed", result.reason
+    children = store.list_runs(parent_run_id=run_id)
+    assert len(children) >= 2 and all(c.status == "completed" for c in children)
+    parent_reads = [r.event for r in store.audit(run_id) if r.kind == "tool_ran" and r.event.tool == "read_file"]
+    child_reads = [r for c in children for r in store.audit(c.run_id) if r.kind == "tool_ran" and r.event.tool == "read_file"]
+    assert len(child_reads) > len(parent_reads), "the breadth-first reading happened in the children"
