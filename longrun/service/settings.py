@@ -15,6 +15,9 @@ DEFAULT_TASK_QUEUE = "longrun"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_TEMPORAL_PORT = 7233
 DEFAULT_TEMPORAL_UI_PORT = 8233
+DEFAULT_CLAUDE = "anthropic:claude-sonnet-4-6"
+"""The model a run gets when ANTHROPIC_API_KEY is set and neither --model nor LONGRUN_MODEL says
+otherwise. Without a key the default is `scripted`, the offline deterministic stand-in."""
 
 
 def longrun_home() -> Path:
@@ -57,5 +60,5 @@ class Settings:
             task_queue=os.environ.get("LONGRUN_TASK_QUEUE", DEFAULT_TASK_QUEUE),
             anthropic_api_key=key,
             anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
-            default_model=os.environ.get("LONGRUN_MODEL") or "scripted",
+            default_model=os.environ.get("LONGRUN_MODEL") or (DEFAULT_CLAUDE if key else "scripted"),
         )
