@@ -51,8 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--allow-command", action="append", default=[], metavar='"CMD ARGS"',
                     help="an exact argv run_command may execute, split like a shell would, never run through one "
                     "(repeatable)")
-    st.add_argument("--model", help="`scripted` (default: a deterministic offline stand-in for a model, not an LLM) "
-                    "or `anthropic:MODEL` (e.g. anthropic:claude-sonnet-4-5; the worker needs ANTHROPIC_API_KEY)")
+    st.add_argument("--model", help="`scripted` (a deterministic offline stand-in for a model, not an LLM) or "
+                    "`anthropic:MODEL` (e.g. anthropic:claude-sonnet-4-6; the workers need ANTHROPIC_API_KEY). "
+                    "Default: $LONGRUN_MODEL, else Claude when ANTHROPIC_API_KEY is set, else scripted")
     st.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens one model request may take")
     st.add_argument("--trigger", type=int, metavar="TOKENS",
                     help="compact when a request exceeds this many tokens (default: min(100k, 75%% of the budget))")
@@ -198,6 +199,7 @@ def status_lines(view: RunStatusView, source: str, spec: RunSpec, last_tokens: i
         ("context", render.meter(last_tokens or 0, limit, trigger, label="") + ("  (last request)" if last_tokens else "")),
         ("last compaction", describe_compaction(view.last_compaction) if view.last_compaction else "none"),
         ("reason", view.reason or None),
+        ("children", ", ".join(view.children) or None),
     ]
     lines = render.key_values(rows).splitlines()
     if view.pending_approval:

@@ -1,0 +1,218 @@
+"""The `longrun` CLI driven as a user drives it: subprocesses of the installed script against an
+embedded stack started for this module (`longrun dev up` in a temporary LONGRUN_HOME, free ports)
+and a `longrun worker` subprocess. Checks exit codes, messages and that a refused command changed
+nothing (no approval granted, no run row, the file untouched)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from longrun.service.devstack import free_port
+
+pytestmark = pytest.mark.slow
+
+LONGRUN = str(Path(sys.executable).parent / "longrun")
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+TEST_ARGV = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-q"]
+OBJECTIVE = "The moving averages reported by the stats helper look wrong. Find the defect and propose a fix."
+CLEARED = ("LONGRUN_DATABASE_URL", "TEMPORAL_ADDRESS", "LONGRUN_TASK_QUEUE", "LONGRUN_NAMESPACE", "LONGRUN_MODEL",
+           "ANTHROPIC_API_KEY")  # the default model must be scripted here
+
+
+class Cli:
+    """Runs `longrun ...` with this module's LONGRUN_HOME."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.env = {k: v for k, v in os.environ.items() if k not in CLEARED}
+        self.env["LONGRUN_HOME"] = str(home)
+
+    def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([LONGRUN, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def json(self, *args: str) -> Any:
+        done = self(*args, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def start_and_wait(self, workspace: Path, *extra: str) -> tuple[str, dict]:
+        """`start --wait`: returns once the run needs a human; then its status."""
+        done = self(
+            "start", "--objective", OBJECTIVE, "--workspace", str(workspace), "--approver", "alice",
+            "--constraint", f"tests: {shlex.join(TEST_ARGV)}", "--allow-command", shlex.join(TEST_ARGV),
+            "--wait", "--json", *extra,
+        )
+        assert done.returncode == 0, done.stderr
+        first, last = (json.loads(line) for line in done.stdout.splitlines())
+        assert last["run_id"] == first["run_id"]
+        return first["run_id"], self.json("status", first["run_id"])
+
+
+@pytest.fixture(scope="module")
+def cli() -> Iterator[Cli]:
+    """One embedded stack and one worker for every test of this module. The home is not under
+    pytest's basetemp: another pytest session resets that tree to mode 0700, and the embedded
+    PostgreSQL runs as a system user who must traverse the path."""
+    root = Path(tempfile.mkdtemp(prefix="longrun-cli-"))
+    cli = Cli(root / "home")
+    up = cli("dev", "up", "--port", str(free_port()), "--headless", "--json", timeout=120)
+    assert up.returncode == 0, up.stderr
+    log = open(cli.home / "worker.log", "w")
+    worker = subprocess.Popen([LONGRUN, "worker"], env=cli.env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield cli
+    finally:
+        worker.send_signal(signal.SIGINT)
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(5)
+        log.close()
+        down = cli("dev", "down", timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+        assert down.returncode == 0, down.stderr
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    target = tmp_path / "tiny"
+    shutil.copytree(SAMPLES / "tiny", target)
+    return target
+
+
+def waiting(s: dict) -> bool:
+    return s["status"] == "waiting_approval"
+
+
+def audit_kinds(cli: Cli, run_id: str) -> list[str]:
+    return [r["kind"] for r in cli.json("audit", run_id)["timeline"] if r["source"] == "audit"]
+
+
+def test_start_wait_approve_watch_audit(cli: Cli, workspace: Path) -> None:
+    original = (workspace / "stats.py").read_text()
+    run_id, status = cli.start_and_wait(workspace)
+    assert waiting(status) and status["source"] == "temporal"
+    pending = status["pending_approval"]
+    assert pending["tool"] == "apply_patch" and pending["arguments"]["path"] == "stats.py"
+    assert status["answer"]["approve"] == f"longrun approve {run_id} {pending['approval_id']} --as alice"
+    assert (workspace / "stats.py").read_text() == original
+
+    approved = cli("approve", run_id, "--as", "alice", "--ttl", "10m")  # APPROVAL omitted: the pending one
+    assert approved.returncode == 0, approved.stderr
+    assert f"approved {pending['approval_id']}" in approved.stdout and "valid 600 s" in approved.stdout
+
+    watch = cli("watch", run_id, "--interval", "0.2")
+    assert watch.returncode == 0, watch.stderr
+    assert "context [" in watch.stdout and "run completed" in watch.stdout
+    assert (workspace / "stats.py").read_text() != original
+
+    final = cli.json("status", run_id)
+    assert final["status"] == "completed" and final["pending_approval"] is None
+
+    audit = cli("audit", run_id, "--verify")
+    assert audit.returncode == 0, audit.stderr
+    assert "chain verified" in audit.stdout and "approval_granted" in audit.stdout
+    for source in ("transcript", "state", "audit"):
+        assert f"  {source} " in audit.stdout
+
+    lines = cli("audit", run_id, "--format", "jsonl").stdout.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert rows[-1]["summary"]["approvals"]["granted"] == 1 and rows[-1]["verify"] is None
+    assert {"gate_verdict", "effect_intent", "effect_settled", "state_version", "user"} <= {r.get("kind") for r in rows}
+
+    csv_out = cli("usage", run_id, "--csv").stdout.splitlines()
+    assert csv_out[0].startswith("turn,transcript_seq,input,cache_write,cache_read,output,total_input,estimated")
+    model_calls = sum(1 for r in rows if r.get("kind") == "model_called")
+    assert len(csv_out) == model_calls + 1 and all(int(line.split(",")[6]) > 0 for line in csv_out[1:])
+
+    # a finished run cannot be steered, and says so
+    late = cli("say", run_id, "hello")
+    assert late.returncode == 1 and f"run {run_id} is completed" in late.stderr
+
+
+def test_wrong_approver_then_reject(cli: Cli, workspace: Path) -> None:
+    original = (workspace / "stats.py").read_text()
+    run_id, status = cli.start_and_wait(workspace)
+    assert waiting(status)
+
+    wrong = cli("approve", run_id, "--as", "mallory")
+    assert wrong.returncode == 1
+    assert "'mallory' is not an approver" in wrong.stderr and "approvers: alice" in wrong.stderr
+    bogus = cli("approve", run_id, "apr-0000", "--as", "alice")
+    assert bogus.returncode == 1 and "does not match the pending action" in bogus.stderr
+
+    assert cli.json("status", run_id)["status"] == "waiting_approval"  # the refusals changed nothing
+
+    rejected = cli("reject", run_id, "--as", "alice", "--reason", "not this way")
+    assert rejected.returncode == 0, rejected.stderr
+    assert cli("watch", run_id).returncode == 0  # the agent notes the rejection and completes its review
+    assert (workspace / "stats.py").read_text() == original
+    events = [r["data"]["event"] for r in cli.json("audit", run_id)["timeline"] if r["source"] == "audit"]
+    kinds = [e["kind"] for e in events]
+    assert "approval_rejected" in kinds and "approval_granted" not in kinds
+    assert not [e for e in events if e["kind"] == "effect_intent" and e["tool"] == "apply_patch"]
+
+
+def test_expired_approval_is_refused_and_changes_nothing(cli: Cli, workspace: Path) -> None:
+    original = (workspace / "stats.py").read_text()
+    run_id, _ = cli.start_and_wait(workspace, "--approval-ttl", "5s")
+    requested = next(r for r in cli.json("audit", run_id)["timeline"] if r["kind"] == "approval_requested")
+    approval_id = requested["data"]["event"]["approval_id"]
+    expires = datetime.fromisoformat(requested["at"]) + timedelta(seconds=5.5)
+    time.sleep(max(0.0, (expires - datetime.now(timezone.utc)).total_seconds()))
+
+    late = cli("approve", run_id, approval_id, "--as", "alice")
+    assert late.returncode == 1
+    assert f"approval {approval_id} expired" in late.stderr and f"longrun say {run_id}" in late.stderr
+    assert (workspace / "stats.py").read_text() == original
+    kinds = audit_kinds(cli, run_id)
+    assert "approval_expired" in kinds and "approval_granted" not in kinds
+
+    # the run waits for a human; cancelling it ends it, and watch reports the failure with exit 1
+    assert cli("cancel", run_id).returncode == 0
+    watch = cli("watch", run_id)
+    assert watch.returncode == 1 and "run cancelled" in watch.stdout
+
+
+def test_unknown_run_malformed_flags_and_missing_workspace(cli: Cli, tmp_path: Path) -> None:
+    for args in (("status", "run-nope"), ("approve", "run-nope", "--as", "alice"), ("audit", "run-nope")):
+        done = cli(*args)
+        assert done.returncode == 1, args
+        assert "unknown run id 'run-nope'" in done.stderr and "longrun runs" in done.stderr
+
+    before = len(cli.json("runs", "--limit", "500"))
+    # malformed flags (more of them in-process in test_cli_basics)
+    for args in (("start", "--objective", "x", "--workspace", str(tmp_path), "--budget", "lots"),
+                 ("approve", "run-x", "--as", "alice", "--ttl", "soon")):
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "invalid int value: 'lots'" in done.stderr or "--ttl: not a duration: 'soon'" in done.stderr
+
+    missing = cli("start", "--objective", "x", "--workspace", str(tmp_path / "nope"))
+    assert missing.returncode == 2
+    assert f"workspace {tmp_path / 'nope'} does not exist" in missing.stderr and "nothing was started" in missing.stderr
+    bad_model = cli("start", "--objective", "x", "--workspace", str(tmp_path), "--model", "gpt-5")
+    assert bad_model.returncode == 2 and "model" in bad_model.stderr
+    assert len(cli.json("runs", "--limit", "500")) == before, "a refused start must not create a run"
+
+
+def test_dev_status_reports_the_stack(cli: Cli) -> None:
+    st = cli.json("dev", "status")
+    assert st["ok"] is True and st["database_ok"] and st["temporal_ok"]
