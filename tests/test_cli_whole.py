@@ -19,9 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from longrun.service.devstack import free_port
+from longrun.store import libpq_url, sqlalchemy_url
 
 pytestmark = pytest.mark.slow
 
@@ -145,6 +147,25 @@ def test_start_wait_approve_watch_audit(cli: Cli, workspace: Path) -> None:
     # a finished run cannot be steered, and says so
     late = cli("say", run_id, "hello")
     assert late.returncode == 1 and f"run {run_id} is completed" in late.stderr
+
+    # a past audit row altered behind the store's back (as a superuser, trigger disabled) is named
+    tamper(cli, "audit_events", f"UPDATE audit_events SET actor = 'mallory' WHERE run_id = '{run_id}' AND seq = 3")
+    broken = cli("audit", run_id, "--verify")
+    assert broken.returncode == 1
+    assert f"run {run_id}: hash chain broken in audit_events at row 3" in broken.stderr
+    assert "CHAIN BROKEN" in broken.stdout
+
+
+def tamper(cli: Cli, table: str, statement: str) -> None:
+    """Run `statement` as the embedded server's superuser with the append-only trigger off."""
+    url = json.loads((cli.home / "stack.json").read_text())["database_url"]
+    admin = libpq_url(sqlalchemy_url(url).set(username="postgres", password=None))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {table}_append_only")
+        try:
+            conn.execute(statement)
+        finally:
+            conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {table}_append_only")
 
 
 def test_wrong_approver_then_reject(cli: Cli, workspace: Path) -> None:
