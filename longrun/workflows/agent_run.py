@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.workflows import options as opt
 
 WORKFLOW_NAME = "longrun.AgentRun"
+FINAL_REPORT_PATCH = "final-report-turn"
 RESULT_TYPES = {
     A.LOAD_RUN: LoadRunResult,
     A.RECONCILE: ReconcileResult,
@@ -109,6 +110,7 @@ class AgentRunWorkflow:
         self.reason = ""
         self.turns_this_generation = 0
         self.children: list[str] = []
+        self.final_turn_taken = False
 
     # ------------------------------------------------------------------ run
     @workflow.run
@@ -159,7 +161,11 @@ class AgentRunWorkflow:
                 self.reason = self.reason or "the agent asked for a human"
                 continue
             if self.state.next_action == "stop":
-                raise _Stop("completed", "the agent set next_action to stop")
+                # one last turn for the agent's final report (runs recorded before this change
+                # stopped at once: the patch keeps their histories replaying)
+                if self.final_turn_taken or not workflow.patched(FINAL_REPORT_PATCH):
+                    raise _Stop("completed", "the agent set next_action to stop")
+                self.final_turn_taken = True
             self.reason = ""
             self._check_caps()
             return
@@ -212,6 +218,8 @@ class AgentRunWorkflow:
         if trigger:
             await self._compact(turn, trigger)
         if not model.tool_calls and self.state.next_action != "ask_human":
+            if self.final_turn_taken:
+                raise _Stop("completed", "the agent set next_action to stop and gave its final report")
             raise _Stop("completed", "the agent ended its turn without tool calls")
 
     async def _model_call(self, turn: int) -> ModelCallResult:
