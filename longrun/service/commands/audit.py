@@ -213,30 +213,85 @@ def summary_lines(s: dict[str, Any], verdict: ChainVerdict | None) -> list[str]:
     return lines
 
 
+@dataclass
+class RunAudit:
+    """One run's timeline, summary and chain verdict, with its subagents' audits nested."""
+
+    run_id: str
+    rows: list[Row]
+    summary: dict[str, Any]
+    verdict: ChainVerdict | None
+    children: list["RunAudit"]
+
+    def broken(self) -> list[ChainVerdict]:
+        mine = [self.verdict] if self.verdict is not None and not self.verdict.ok else []
+        return mine + [v for c in self.children for v in c.broken()]
+
+    def to_dict(self) -> dict[str, Any]:
+        v = self.verdict
+        return {
+            "run_id": self.run_id,
+            "timeline": [r.to_dict() for r in self.rows],
+            "summary": self.summary,
+            "verify": None if v is None else {"ok": v.ok, "table": v.table, "row": v.row, "reason": v.reason,
+                                               "message": str(v)},
+            "children": [c.to_dict() for c in self.children],
+        }
+
+
+def audit_run(store: Store, run_id: str, verify: bool) -> RunAudit:
+    rows = timeline(store, run_id)
+    return RunAudit(
+        run_id=run_id,
+        rows=rows,
+        summary=summary(store, run_id, rows),
+        verdict=store.verify_chain(run_id) if verify else None,
+        children=[audit_run(store, c.run_id, verify) for c in store.list_runs(limit=1000, parent_run_id=run_id)],
+    )
+
+
+def _print_table(a: RunAudit, indent: str = "") -> None:
+    table = render.table([(render.when(r.at), r.source, r.seq, r.kind, r.detail) for r in a.rows],
+                         ["time", "source", "#", "kind", "detail"], max_width=150 - len(indent))
+    for line in table.splitlines():
+        say(indent + line)
+    say()
+    for line in summary_lines(a.summary, a.verdict):
+        say(indent + line)
+    for child in a.children:
+        say()
+        say(f"{indent}  ── subagent {child.run_id} (child of {a.run_id}) " + "─" * 20)
+        _print_table(child, indent + "    ")
+
+
+def _print_jsonl(a: RunAudit) -> None:
+    for r in a.rows:
+        print(json.dumps({"run_id": a.run_id, **r.to_dict()}, ensure_ascii=False, default=str))
+    for child in a.children:
+        _print_jsonl(child)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     store = open_store_only()
     try:
-        rows = timeline(store, args.run)
-        summ = summary(store, args.run, rows)
-        verdict = store.verify_chain(args.run) if args.verify else None
+        audit = audit_run(store, args.run, args.verify)
     finally:
         store.engine.dispose()
-    vdata = None if verdict is None else {"ok": verdict.ok, "table": verdict.table, "row": verdict.row,
-                                          "reason": verdict.reason, "message": str(verdict)}
     if args.json:
-        print_json({"timeline": [r.to_dict() for r in rows], "summary": summ, "verify": vdata})
+        print_json(audit.to_dict())
     elif args.format == "jsonl":
-        for r in rows:
-            print(json.dumps(r.to_dict(), ensure_ascii=False, default=str))
-        print(json.dumps({"summary": summ, "verify": vdata}, ensure_ascii=False, default=str), flush=True)
+        _print_jsonl(audit)
+        summary_row = audit.to_dict()
+        summary_row.pop("timeline")
+        for child in summary_row["children"]:
+            child.pop("timeline")
+        print(json.dumps(summary_row, ensure_ascii=False, default=str), flush=True)
     else:
-        say(render.table([(render.when(r.at), r.source, r.seq, r.kind, r.detail) for r in rows],
-                         ["time", "source", "#", "kind", "detail"], max_width=150))
-        say()
-        for line in summary_lines(summ, verdict):
-            say(line)
-    if verdict is not None and not verdict.ok:
-        print(f"longrun audit: {verdict}", file=sys.stderr)
+        _print_table(audit)
+    broken = audit.broken()
+    if broken:
+        for verdict in broken:
+            print(f"longrun audit: {verdict}", file=sys.stderr)
         return EXIT_FAIL
     return EXIT_OK
 
