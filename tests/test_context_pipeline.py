@@ -195,8 +195,11 @@ def test_extractive_summary_sections_and_facts() -> None:
     text = ExtractiveSummarizer().summarize(msgs, None, STATE, 2_000)
     for section in ("## Goal", "## Progress", "## Facts", "## Decisions", "## Next step"):
         assert section in text
-    assert "src/m0.py" in text and "src/m2.py" in text
     assert validate_summary(text, 100_000, STATE) is None
+    # the calls themselves (paths, artifacts) are in the results index that compact adds
+    p = run(transcript(12), ContextPolicy(trigger=3_000, keep=2, clear_at_least=0, tail_tokens=1_000))
+    assert p.summary and "## Earlier tool results" in p.summary
+    assert "- sha256:" in p.summary and " read_file src/m0.py" in p.summary and " read_file src/m2.py" in p.summary
 
 
 # --- triggers ---------------------------------------------------------------------------------------

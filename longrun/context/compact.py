@@ -9,8 +9,9 @@ computed once per call and updated only for the messages a stage changes.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
+from longrun.context import index
 from longrun.context.enforce import choose_cut, tail_floor
 from longrun.context.microcompact import microcompact
 from longrun.context.render import summary_text
@@ -18,8 +19,9 @@ from longrun.context.state_block import render_state_block
 from longrun.context.summary import (
     ExtractiveSummarizer,
     Summarizer,
-    join_user_section,
-    split_user_section,
+    fit_index,
+    join_summary,
+    split_summary,
     user_texts,
     validate_summary,
 )
@@ -32,7 +34,7 @@ from longrun.context.tokens import (
     estimate_text,
     estimate_tools,
 )
-from longrun.context.transcript import cut_points, open_cycle_start
+from longrun.context.transcript import cut_points, open_cycle_start, tool_uses_by_id
 from longrun.context.trim import trim_heavy
 from longrun.models.blocks import Message
 from longrun.models.context import CompactionReport, Projection, Stage, Trigger, TranscriptItem
@@ -162,22 +164,29 @@ def compact(
             changed = True
             freed["summarize"] = max(0, now - total())
 
-    # Stage 3: hard limit.
+    # Stage 3: hard limit. The oldest whole turns go (their results join the index); when even the
+    # summary and the open tool cycle do not fit, the oldest index lines go, counted.
     if total() > limit_est:
         stages.append("enforce")
         now = total()
-        room = limit_est - fixed - _summary_cost(summary)
         last = open_cycle_start(view)
+        suffix_last = sum(ests[last:])
+        before_summary = summary
+        summary = fit_index(summary, fixed + _summary_cost(summary) + suffix_last - limit_est)
+        room = limit_est - fixed - _summary_cost(summary)
         c = choose_cut(view, ests, room, min(tail_floor(view, policy.min_tail_turns), last))
         if c is None:
             c = choose_cut(view, ests, room, last)
         if c is None:
             ok = cut_points(view)
             c = max(i for i in range(last + 1) if ok[i])
+        changed = changed or summary != before_summary
         if c:
+            summary = _index_dropped(summary, view[:c], tool_uses_by_id(view[:c]))
             view, ests = view[c:], ests[c:]
             report.dropped_messages = c
             changed = True
+            summary = fit_index(summary, total() - limit_est)
         freed["enforce"] = max(0, now - total())
 
     after = total()
@@ -220,35 +229,43 @@ def _summarize(
 ) -> tuple[str, int] | None:
     """(new summary, cut) or None when there is nothing worth summarizing.
 
-    The tail kept verbatim is sized in tokens (`tail_tokens`, less when the target needs it), cut
-    at a turn boundary that splits no tool pair, and holds at least `min_tail_turns` turns when
-    that still fits under the hard limit. The open tool cycle is always in the tail."""
+    The summary is the summarizer's body (capped at `max_summary_tokens`), the results index
+    (one line per summarized result, folded forward) and the human's messages verbatim. The tail
+    kept verbatim is sized in tokens (`tail_tokens`, less when the target needs it, counting the
+    index lines the cut adds), cut at a turn boundary that splits no tool pair, and holds at least
+    `min_tail_turns` turns when that still fits under the hard limit. The open tool cycle is
+    always in the tail."""
     n = len(view)
     ok = cut_points(view)
     last = open_cycle_start(view)
     if last == 0:
         return None
-    suffix = [0] * (n + 1)
-    for i in range(n - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + ests[i]
-    max_tokens = min(policy.max_summary_tokens, max(200, target_est // 5))
-    user_cap = min(max(2_000, policy.tail_tokens // 2), max(200, target_est // 5))
-    allowance = max_tokens + user_cap + MESSAGE_OVERHEAD + BLOCK_OVERHEAD
-    tail_budget = max(0, min(policy.tail_tokens, target_est - fixed - allowance))
     valid = [c for c in range(1, last + 1) if ok[c]]
     if not valid:
         return None
-    cut = next((c for c in valid if suffix[c] <= tail_budget), valid[-1])
+    prev_body, prev_cut, prev_lines, prev_users = split_summary(previous_summary)
+    suffix = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + ests[i]
+    line_costs = index.message_entry_costs(view[:last])
+    grown = [0] * (last + 1)  # index tokens the results of view[:c] add
+    for i, c in enumerate(line_costs):
+        grown[i + 1] = grown[i] + c
+    max_tokens = min(policy.max_summary_tokens, max(200, target_est // 5))
+    user_cap = min(max(2_000, policy.tail_tokens // 2), max(200, target_est // 5))
+    allowance = max_tokens + user_cap + index.cost(prev_cut, prev_lines) + 2 * MESSAGE_OVERHEAD + BLOCK_OVERHEAD + 20
+    room = target_est - fixed - allowance
+    cut = next((c for c in valid if suffix[c] <= policy.tail_tokens and suffix[c] + grown[c] <= room), valid[-1])
     floor = tail_floor(view, policy.min_tail_turns)
     if cut > floor:
         wider = [c for c in valid if c <= floor]
-        if wider and fixed + allowance + suffix[wider[-1]] <= limit_est:
+        if wider and fixed + allowance + grown[wider[-1]] + suffix[wider[-1]] <= limit_est:
             cut = wider[-1]
 
     replaced = view[:cut]
-    prev_body, prev_users = split_user_section(previous_summary)
     replaced_tokens = sum(ests[:cut]) + (estimate_text(prev_body) if prev_body else 0)
     users = _cap_users(prev_users + user_texts(replaced), user_cap)
+    lines = index.fold(prev_lines, index.entries(replaced))
 
     body: str | None = None
     if summarizer is not None:
@@ -268,10 +285,19 @@ def _summarize(
     if body is None:
         body = ExtractiveSummarizer().summarize(replaced, prev_body, state, max_tokens)
         report.summary_source = "extractive"
-    full = join_user_section(body, users)
+    full = join_summary(body, prev_cut, lines, users)
     report.messages_summarized = cut
     report.summary_tokens = estimate_text(full)
     return full, cut
+
+
+def _index_dropped(summary: str | None, dropped: list[Message], uses: dict[str, Any]) -> str | None:
+    """The summary with the results of messages stage 3 dropped added to its index."""
+    new = index.entries(dropped, uses)
+    if not new:
+        return summary
+    body, cut, lines, users = split_summary(summary)
+    return join_summary(body, cut, index.fold(lines, new), users)
 
 
 def _cap_users(texts: list[str], cap: int) -> list[str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from longrun.context.render import OMITTED_NOTE
-from longrun.context.summary import OPEN_TAG
+from longrun.context.render import OMITTED_NOTE, summary_text
+from longrun.context.summary import CLOSE_TAG, OPEN_TAG, fit_index
 from longrun.context.tokens import (
     REQUEST_OVERHEAD,
     Calibration,
@@ -90,6 +90,14 @@ def fit_request(request: ModelRequest, *, limit: int, calibration: Calibration, 
     kept_ests = list(ests[c:])
     if sum(kept_ests) > room:
         kept, kept_ests = _shrink(kept, kept_ests, room)
+    if sum(kept_ests) > room and head:
+        # the very last resort: the oldest lines of the summary's results index, counted
+        inner = head[0].text[len(OPEN_TAG) + 1: -(len(CLOSE_TAG) + 1)]
+        fitted = fit_index(inner, sum(kept_ests) - room)
+        if fitted is not None and fitted != inner:
+            head = [TextBlock(text=summary_text(fitted))]
+            head_cost = estimate_message(Message.model_construct(role="user", content=[*head, note]))
+            room = allowed - fixed - head_cost
     if sum(kept_ests) > room:
         raise ContextOverflow(
             f"the request cannot fit {limit} tokens: even the newest turn, the summary and the task state "

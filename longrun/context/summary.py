@@ -12,9 +12,9 @@ import json
 import re
 from typing import Protocol, Sequence
 
+from longrun.context import index
 from longrun.context.tokens import estimate_text
-from longrun.context.transcript import TOOL_KEY, artifact_sha, extra, input_preview
-from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from longrun.models.blocks import Message, TextBlock, ToolUseBlock
 from longrun.models.state import EffectStatus, NextAction, TaskState
 
 OPEN_TAG = "<summary_of_earlier_work>"
@@ -77,8 +77,20 @@ def validate_summary(summary: str, replaced_tokens: int, state: TaskState) -> st
 
 _FIRST_SENTENCE = re.compile(r"^(.{20,240}?[.!?])(?:\s|$)", re.S)
 _BULLET_SECTION = re.compile(r"^## (.+?)\n(.*?)(?=^## |\Z)", re.S | re.M)
-_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
-_CMD_KEYS = ("command", "cmd", "argv", "pattern", "query")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[*-])")
+_CONCRETE = re.compile(
+    r"[\w.~-]*/[\w./~-]+"                   # paths
+    r"|\b\w+\.[a-z]{1,5}\b"                 # file names
+    r"|\b\w*\d\w*(?:[:.]\d+)*\b"             # numbers, times, ids with digits
+    r"|\b[A-Za-z]+_[A-Za-z0-9_]+\b"          # snake_case and CONSTANT_NAMES
+    r"|\b[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)+\b"    # KEY-123 style ids
+    r"|\"[^\"\n]{1,120}\"|`[^`\n]{1,120}`"    # quoted values
+)
+_BECAUSE = re.compile(r"\b(because|due to|caused by|root cause)\b", re.I)
+MAX_FACT_CHARS = 600
+_DROPPED = re.compile(r"^- \((\d+) earlier (\w+) dropped for size\)$")
+_OLD_MARKER = "- (older entries dropped for size)"
+_OLD_REF = re.compile(r"^- sha256:([0-9a-f]{64}) = (\S+)(?: (.*))?$")
 
 
 def _sentence(text: str) -> str:
@@ -86,6 +98,41 @@ def _sentence(text: str) -> str:
     m = _FIRST_SENTENCE.match(text)
     s = m.group(1) if m else text[:240]
     return s
+
+
+def sentences(text: str) -> list[str]:
+    """`text` as sentences, whitespace normalized."""
+    flat = " ".join(text.split())
+    return [s for s in _SENTENCE_END.split(flat) if s]
+
+
+def concrete(text: str) -> set[str]:
+    """The concrete tokens of a text: paths, file names, numbers and ids of two characters or
+    more, identifiers, quoted values."""
+    return {t for t in _CONCRETE.findall(text) if len(t) > 1}
+
+
+def fact_sentences(text: str, known: str = "") -> list[str]:
+    """Sentences of an assistant text that carry a concrete fact (a path, a number, an
+    identifier, a quoted value, or a reason) that `known` (the turn's own tool inputs) does not
+    already hold; each whole (up to MAX_FACT_CHARS)."""
+    out = []
+    for s in sentences(text):
+        if len(s) > MAX_FACT_CHARS:
+            continue
+        if _BECAUSE.search(s) or any(t.strip("\"`") not in known for t in concrete(s)):
+            out.append(s)
+    return out
+
+
+def _input_text(value: object) -> str:
+    """Every string and number in a tool input, one per line (what `fact_sentences` checks
+    a sentence's concrete tokens against)."""
+    if isinstance(value, dict):
+        return "\n".join(_input_text(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return "\n".join(_input_text(v) for v in value)
+    return str(value)
 
 
 def previous_sections(previous: str | None) -> dict[str, list[str]]:
@@ -105,81 +152,71 @@ def previous_sections(previous: str | None) -> dict[str, list[str]]:
 
 class ExtractiveSummarizer:
     """Deterministic, model-free summary in the five sections. Goal, decisions and next step come
-    from the TaskState; progress from the assistant's own first sentences; facts list every file
-    path and command of the tool calls and every cleared result's artifact, so nothing a later
-    step needs is lost without a way back. Lines that would contradict the state are skipped."""
+    from the TaskState; progress from the assistant's own first sentences; facts from the
+    assistant's sentences that carry a concrete fact (a path, number, identifier, quoted value or
+    reason beyond what the turn's tool inputs say), verbatim. The tool calls themselves (their
+    commands, paths and artifacts) are in the results index `compact` keeps beside the summary.
+    When over `max_tokens`, whole lines go, oldest first: progress before facts, with a count of
+    what went. Lines that would contradict the state are skipped."""
 
     def summarize(self, messages: list[Message], previous_summary: str | None, state: TaskState, max_tokens: int) -> str:
         prev = previous_sections(previous_summary)
-        progress: list[str] = list(prev.get("Progress", []))
-        files: list[str] = []
-        commands: list[str] = []
-        artifacts: list[str] = []
-        uses: dict[str, ToolUseBlock] = {}
+        dropped = {"progress": 0, "facts": 0}
+        progress = _take_markers(prev.get("Progress", []), dropped)
+        facts = [ln for ln in _take_markers(prev.get("Facts", []), dropped) if not _OLD_REF.match(ln)]
         for m in messages:
+            if m.role != "assistant":
+                continue
+            known = "\n".join(_input_text(b.input) for b in m.content if isinstance(b, ToolUseBlock))
             for b in m.content:
-                if isinstance(b, ToolUseBlock):
-                    uses[b.id] = b
-                    for k in _PATH_KEYS:
-                        v = b.input.get(k)
-                        if isinstance(v, str) and v:
-                            files.append(v)
-                    for k in _CMD_KEYS:
-                        v = b.input.get(k)
-                        if isinstance(v, list):
-                            v = " ".join(str(x) for x in v)
-                        if isinstance(v, str) and v:
-                            commands.append(f"{b.name}: {v[:300]}")
-                elif isinstance(b, TextBlock) and m.role == "assistant" and b.text.strip():
-                    progress.append(f"- {_sentence(b.text)}")
-                elif isinstance(b, ToolResultBlock):
-                    use = uses.get(b.tool_use_id)
-                    sha = artifact_sha(b)
-                    tool = extra(b, TOOL_KEY) or (use.name if use else "tool")
-                    args = _key_arg(use.input) if use else ""
-                    artifacts.append(f"- sha256:{sha} = {tool} {args}".rstrip())
-        prev_facts = prev.get("Facts", [])
-        files = _prev_list(prev_facts, "files") + files
-        commands = _prev_list(prev_facts, "commands") + commands
-        artifacts = [ln for ln in prev_facts if ln.startswith("- sha256:")] + artifacts
-        other = [ln for ln in prev_facts if not ln.startswith(("- files: ", "- commands: ", "- sha256:", _MARKER))]
-        facts = _dedup_bullets("files", files) + _dedup_bullets("commands", commands) + other + _dedup(artifacts)
+                if not isinstance(b, TextBlock) or not b.text.strip():
+                    continue
+                found = fact_sentences(b.text, known)
+                facts.extend(f"- {s}" for s in found)
+                first = _sentence(b.text)
+                if not any(first in f or f in first for f in found):
+                    progress.append(f"- {first}")
         decisions = [f"- {d.summary}" + (f" (because {d.reason})" if d.reason else "") for d in state.decisions]
-        goal = [state.objective]
         next_step = [f"- current step {state.current_step.value}; next action per the task state: {state.next_action.value}"]
         if state.unknown_effects():
             next_step.append(f"- effects with unknown outcome must be reconciled first: "
                              f"{', '.join(e.action_id for e in state.unknown_effects())}")
         sections = {
-            "Goal": goal,
+            "Goal": [state.objective],
             "Progress": [ln for ln in _dedup(progress) if not contradiction(ln, state)],
             "Facts": [ln for ln in _dedup(facts) if not contradiction(ln, state)],
             "Decisions": decisions or ["- none recorded"],
             "Next step": next_step,
         }
-        return _fit(sections, max_tokens)
+        return _fit(sections, max_tokens, dropped)
 
 
-_MARKER = "- (older entries dropped for size)"
-
-
-def _key_arg(tool_input: dict[str, object]) -> str:
-    for k in (*_PATH_KEYS, *_CMD_KEYS):
-        v = tool_input.get(k)
-        if isinstance(v, str) and v:
-            return v[:160]
-    return input_preview(tool_input, 80)  # type: ignore[arg-type]
-
-
-def _prev_list(lines: Sequence[str], label: str) -> list[str]:
+def _take_markers(lines: Sequence[str], dropped: dict[str, int]) -> list[str]:
+    """`lines` without drop markers, whose counts are added to `dropped`."""
+    out = []
     for ln in lines:
-        if ln.startswith(f"- {label}: "):
-            try:
-                value = json.loads(ln[len(label) + 4:])
-            except ValueError:
-                return []
-            return [str(v) for v in value] if isinstance(value, list) else []
-    return []
+        m = _DROPPED.match(ln)
+        if m:
+            dropped[m.group(2)] = dropped.get(m.group(2), 0) + int(m.group(1))
+        elif ln != _OLD_MARKER:
+            out.append(ln)
+    return out
+
+
+def old_references(body: str | None) -> tuple[str | None, list[tuple[str, str, str]]]:
+    """(body without them, [(sha256, tool, arg)]): the artifact lines that summaries written
+    before the results index kept in their Facts section (migrated into the index on fold)."""
+    if not body or "- sha256:" not in body:
+        return body, []
+    refs: list[tuple[str, str, str]] = []
+    kept: list[str] = []
+    for ln in body.split("\n"):
+        m = _OLD_REF.match(ln)
+        if m:
+            refs.append((m.group(1), m.group(2), m.group(3) or ""))
+        else:
+            kept.append(ln)
+    return "\n".join(kept), refs
 
 
 def _dedup(lines: Sequence[str]) -> list[str]:
@@ -187,33 +224,40 @@ def _dedup(lines: Sequence[str]) -> list[str]:
     return [ln for ln in lines if not (ln in seen or seen.add(ln))]  # type: ignore[func-returns-value]
 
 
-def _dedup_bullets(label: str, values: Sequence[str]) -> list[str]:
-    vals = _dedup(values)
-    return [f"- {label}: " + json.dumps(vals, ensure_ascii=False)] if vals else []
-
-
 def _render(sections: dict[str, list[str]]) -> str:
     return "\n".join(f"## {name}\n" + "\n".join(lines) for name, lines in sections.items())
 
 
-def _fit(sections: dict[str, list[str]], max_tokens: int) -> str:
-    """Drop the oldest artifact references (their results are in the transcript and the store),
-    then the oldest progress lines, until the summary fits; files and commands stay."""
-    text = _render(sections)
-    while estimate_text(text) > max_tokens:
-        facts = sections["Facts"]
-        refs = [i for i, ln in enumerate(facts) if ln.startswith("- sha256:")]
-        progress = [ln for ln in sections["Progress"] if ln != _MARKER]
-        if len(refs) > 1:
-            drop = set(refs[: max(1, len(refs) // 4)])
-            sections["Facts"] = [ln for i, ln in enumerate(facts) if i not in drop]
-        elif len(progress) > 1:
-            sections["Progress"] = [_MARKER] + progress[max(1, len(progress) // 4):]
-        else:
-            return text[: max_tokens * 2]
-        if _MARKER not in sections["Facts"] and len(refs) > 1:
-            sections["Facts"].append(_MARKER)
-        text = _render(sections)
+def _with_markers(sections: dict[str, list[str]], dropped: dict[str, int]) -> dict[str, list[str]]:
+    out = dict(sections)
+    for name, key in (("Progress", "progress"), ("Facts", "facts"), ("Decisions", "decisions")):
+        if dropped.get(key):
+            out[name] = [f"- ({dropped[key]} earlier {key} dropped for size)", *out[name]]
+    return out
+
+
+def _fit(sections: dict[str, list[str]], max_tokens: int, dropped: dict[str, int] | None = None) -> str:
+    """The rendered sections within `max_tokens`: whole lines go, oldest first (progress, then
+    facts, then decisions), each section saying how many it lost; nothing is cut mid-line except,
+    as the very last resort, the goal (the objective is in the task state block anyway)."""
+    dropped = dict(dropped or {})
+    text = _render(_with_markers(sections, dropped))
+    for name, key in (("Progress", "progress"), ("Facts", "facts"), ("Decisions", "decisions")):
+        while estimate_text(text) > max_tokens and sections[name]:
+            excess = estimate_text(text) - max_tokens
+            lines = sections[name]
+            freed = k = 0
+            while k < len(lines) and freed < excess:
+                freed += estimate_text(lines[k]) + 1
+                k += 1
+            sections[name] = lines[k:]
+            dropped[key] = dropped.get(key, 0) + k
+            text = _render(_with_markers(sections, dropped))
+    if estimate_text(text) > max_tokens:
+        goal = sections["Goal"][0] if sections["Goal"] else ""
+        over = len(text) - int(len(text) * max_tokens / max(1, estimate_text(text)))
+        sections["Goal"] = [goal[: max(80, len(goal) - over - 40)] + " … (the objective in full is in the task state)"]
+        text = _render(_with_markers(sections, dropped))
     return text
 
 
@@ -237,6 +281,45 @@ def split_user_section(summary: str | None) -> tuple[str | None, list[str]]:
     return body, _USER_MSG.findall(rest)
 
 
+def split_summary(summary: str | None) -> tuple[str | None, int, list[str], list[str]]:
+    """(body, index entries cut so far, index lines, verbatim user messages) of a summary written
+    by `compact`. Artifact lines of summaries written before the index are moved into it."""
+    rest, users = split_user_section(summary)
+    if rest is None:
+        return None, 0, [], users
+    body: str | None = rest
+    section = ""
+    if rest.startswith(index.INDEX_SECTION):
+        body, section = "", rest
+    else:
+        at = rest.rfind("\n\n" + index.INDEX_SECTION)
+        if at >= 0:
+            body, section = rest[:at], rest[at + 2:]
+    cut, lines = index.parse(section)
+    body, old = old_references(body)
+    if old:
+        lines = index.fold([index.entry(sha, tool, arg) for sha, tool, arg in old], lines)
+    return (body or None), cut, lines, users
+
+
+def join_summary(body: str | None, cut: int, lines: Sequence[str], users: Sequence[str]) -> str:
+    """body, then the results index, then the human's messages verbatim."""
+    parts = [p for p in (body, index.render(cut, lines)) if p]
+    return join_user_section("\n\n".join(parts), users)
+
+
+def fit_index(summary: str | None, free: int) -> str | None:
+    """Stage 3's last resort on a summary: its oldest index lines go (counted in the index's note)
+    until `free` tokens are freed."""
+    if not summary or free <= 0:
+        return summary
+    body, cut, lines, users = split_summary(summary)
+    if not lines:
+        return summary
+    cut, lines = index.shrink(cut, lines, free)
+    return join_summary(body, cut, lines, users)
+
+
 def join_user_section(body: str, texts: Sequence[str]) -> str:
     """`body` plus the human's messages, each verbatim inside `<user_message>` tags."""
     if not texts:
@@ -244,9 +327,10 @@ def join_user_section(body: str, texts: Sequence[str]) -> str:
     return body + "\n\n" + USER_SECTION + "\n" + "\n".join(f"<user_message>\n{t}\n</user_message>" for t in texts)
 
 
-_SUMMARY_REF = re.compile(r"^- sha256:([0-9a-f]{64}) = (\S+)", re.M)
-
-
 def summary_references(summary: str | None) -> list[dict[str, str]]:
-    """The artifacts an extractive summary names (results summarized away): sha256 and tool."""
-    return [{"sha256": m.group(1), "tool": m.group(2), "stage": "summarized"} for m in _SUMMARY_REF.finditer(summary or "")]
+    """The artifacts a summary names (results summarized away): its results index, and the Facts
+    lines of summaries written before the index existed."""
+    out = index.references(summary)
+    _, old = old_references(summary)
+    out += [{"sha256": sha, "tool": tool, "stage": "summarized"} for sha, tool, _ in old]
+    return out

@@ -1,0 +1,163 @@
+"""The results index: one short line per tool result that left the conversation (summarized, or
+dropped by hard enforcement), kept in the summary message outside the summarizer's capped body.
+
+    - sha256:<artifact> <tool> <input hint>
+
+The hint is the call's key input, whole: its command (argv joined), its search pattern and path,
+or its file path; other inputs as a short JSON preview. A hint that spans lines is JSON-quoted so
+that every entry stays one line. The index is mechanical (never delegated to a model summarizer),
+folds forward from one compaction to the next byte for byte (new entries are appended, so the
+lines of earlier compactions keep their place and their bytes), and is cut oldest-first only when
+even it does not fit, with a counted note: nothing leaves it silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Sequence
+
+from longrun.context.tokens import estimate_text
+from longrun.context.transcript import TOOL_KEY, artifact_sha, extra, input_preview
+from longrun.models.blocks import Message, ToolResultBlock, ToolUseBlock
+
+INDEX_SECTION = "## Earlier tool results"
+INDEX_HEADER = (INDEX_SECTION + " (oldest first; each full output comes back with read_artifact "
+                "{\"sha256\": \"<the hex after sha256:>\"})")
+REF_HEX = 64
+"""Hex digits of the artifact hash written in an index line. read_artifact also resolves a unique
+prefix of 12 or more, so 12 would save about 30 tokens a line; the full hash is kept because the
+offline `longrun compact` and every reader of a projection without a store (audit, benchmarks)
+can then match a line to its artifact exactly (see docs/CONTEXT.md)."""
+MAX_HINT_CHARS = 4_000
+"""A command or path longer than this is in effect file content: only its head is kept."""
+
+_LINE = re.compile(r"^- sha256:([0-9a-f]{12,64}) (?!= )(\S+)", re.M)
+_CUT_NOTE = re.compile(r"^- \((\d+) older entries cut to fit the window; their artifacts are still stored\)$", re.M)
+_CMD_KEYS = ("command", "cmd", "argv")
+_SEARCH_KEYS = ("pattern", "query")
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
+
+
+def cut_note(n: int) -> str:
+    return f"- ({n} older entries cut to fit the window; their artifacts are still stored)"
+
+
+def _whole(value: str) -> str:
+    if len(value) > MAX_HINT_CHARS:
+        value = value[:MAX_HINT_CHARS] + f" … [{len(value) - MAX_HINT_CHARS} more chars]"
+    if "\n" in value or "\r" in value or value != value.strip():
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def input_hint(tool_input: dict[str, Any]) -> str:
+    """The key input of a call, whole (commands are never cut mid-way)."""
+    for k in _CMD_KEYS:
+        v = tool_input.get(k)
+        if isinstance(v, list):
+            v = " ".join(str(x) for x in v)
+        if isinstance(v, str) and v:
+            return _whole(v)
+    for k in _SEARCH_KEYS:
+        v = tool_input.get(k)
+        if isinstance(v, str) and v:
+            where = next((tool_input[p] for p in _PATH_KEYS if isinstance(tool_input.get(p), str) and tool_input[p]), "")
+            return _whole(v) + (f" in {_whole(where)}" if where else "")
+    for k in _PATH_KEYS:
+        v = tool_input.get(k)
+        if isinstance(v, str) and v:
+            return _whole(v)
+    return input_preview(tool_input, 120) if tool_input else ""
+
+
+def entry(sha: str, tool: str, hint: str) -> str:
+    return f"- sha256:{sha[:REF_HEX]} {tool}" + (f" {hint}" if hint else "")
+
+
+def entries(messages: Sequence[Message], uses: dict[str, ToolUseBlock] | None = None) -> list[str]:
+    """Index lines for every tool result in `messages`, in order. `uses`: tool uses by id from
+    outside `messages` (a result's call is normally right before it)."""
+    found: dict[str, ToolUseBlock] = dict(uses or {})
+    out: list[str] = []
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, ToolUseBlock):
+                found[b.id] = b
+            elif isinstance(b, ToolResultBlock):
+                out.append(result_entry(b, found.get(b.tool_use_id)))
+    return out
+
+
+def result_entry(b: ToolResultBlock, use: ToolUseBlock | None) -> str:
+    tool = extra(b, TOOL_KEY) or (use.name if use else "tool")
+    return entry(artifact_sha(b), str(tool), input_hint(use.input) if use else "")
+
+
+def message_entry_costs(messages: Sequence[Message]) -> list[int]:
+    """Tokens the index lines of each message's results would take (0 for most messages)."""
+    uses: dict[str, ToolUseBlock] = {}
+    costs: list[int] = []
+    for m in messages:
+        c = 0
+        for b in m.content:
+            if isinstance(b, ToolUseBlock):
+                uses[b.id] = b
+            elif isinstance(b, ToolResultBlock):
+                c += estimate_text(result_entry(b, uses.get(b.tool_use_id))) + 1
+        costs.append(c)
+    return costs
+
+
+def parse(section: str | None) -> tuple[int, list[str]]:
+    """(entries cut so far, entry lines) of an index section (header included or not)."""
+    if not section:
+        return 0, []
+    cut = 0
+    lines: list[str] = []
+    for ln in section.splitlines():
+        m = _CUT_NOTE.match(ln)
+        if m:
+            cut += int(m.group(1))
+        elif _LINE.match(ln):
+            lines.append(ln)
+    return cut, lines
+
+
+def fold(previous: Sequence[str], new: Iterable[str]) -> list[str]:
+    """The previous lines, then the new ones not already there (same artifact, tool and hint)."""
+    seen = set(previous)
+    out = list(previous)
+    for ln in new:
+        if ln not in seen:
+            seen.add(ln)
+            out.append(ln)
+    return out
+
+
+def render(cut: int, lines: Sequence[str]) -> str:
+    if not lines and not cut:
+        return ""
+    return "\n".join([INDEX_HEADER, *([cut_note(cut)] if cut else []), *lines])
+
+
+def cost(cut: int, lines: Sequence[str]) -> int:
+    text = render(cut, lines)
+    return estimate_text(text) if text else 0
+
+
+def shrink(cut: int, lines: list[str], free: int) -> tuple[int, list[str]]:
+    """Cut the oldest lines until at least `free` tokens are freed (counted in the note)."""
+    if free <= 0 or not lines:
+        return cut, lines
+    freed = 0
+    k = 0
+    while k < len(lines) and freed < free:
+        freed += estimate_text(lines[k]) + 1
+        k += 1
+    return cut + k, lines[k:]
+
+
+def references(section: str | None) -> list[dict[str, str]]:
+    """The artifacts an index names: sha256 (or its prefix) and tool."""
+    return [{"sha256": m.group(1), "tool": m.group(2), "stage": "summarized"} for m in _LINE.finditer(section or "")]
