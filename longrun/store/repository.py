@@ -9,9 +9,14 @@ Rules every method follows:
 - the task state changes only by compare-and-set: one `UPDATE ... WHERE state_version =
   :expected` whose rowcount decides, so exactly one writer wins each version (correct at READ
   COMMITTED, where the WHERE clause is re-checked against the row the winner committed);
-- appends to a run's chains (state versions, transcript, audit) lock the `runs` row `FOR UPDATE`
-  while they compute the next number and `prev_hash`, and move the head stored there (see
+- appends to a run's transcript and audit chains lock the `runs` row `FOR UPDATE` while they
+  compute the next number and `prev_hash`, and move the head stored there (see
   `longrun.store.tables` for where heads live);
+- a compare-and-set is one statement in its own transaction (see `_CAS_SQL`): the head update, the
+  history row and the move of the chain head on `runs` commit together or not at all. The history
+  row's hash is computed here, as for every chain, on the `prev_hash` the store last saw for that
+  version; the statement writes only if `runs.state_head` still is that hash, so a wrong guess
+  writes nothing and is corrected from the database;
 - input is validated before anything is written; a bad value raises `InvalidInputError` naming
   the field, and nothing is written.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,7 +33,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -86,6 +92,39 @@ _TASK_STATES = TaskStateRow.__table__
 
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 MAX_ATTEMPTS = 5
+
+MAX_CACHED_HEADS = 10_000
+"""Runs whose state chain head (version, hash) a `Store` remembers between compare-and-sets."""
+
+_CAS_SQL = """
+WITH upd AS (
+    UPDATE task_states
+    SET state_version = %(version)s, state = %(state)s::jsonb, updated_at = %(now)s
+    WHERE run_id = %(run_id)s AND state_version = %(expected)s
+      AND EXISTS (SELECT FROM runs WHERE runs.run_id = %(run_id)s AND runs.state_head = %(prev)s)
+    RETURNING run_id
+), ins AS (
+    INSERT INTO task_state_versions (run_id, version, state, actor, reason, created_at, prev_hash, hash)
+    SELECT run_id, %(version)s, %(state)s::json, %(actor)s, %(reason)s, %(now)s, %(prev)s, %(hash)s FROM upd
+)
+UPDATE runs SET state_head = %(hash)s, state_count = %(version)s
+FROM upd WHERE runs.run_id = upd.run_id
+RETURNING runs.run_id
+"""
+"""One compare-and-set, one round trip, one transaction (autocommit): the `UPDATE ... WHERE
+state_version = %(expected)s` decides the winner (its row lock serializes writers of one run, and at
+READ COMMITTED the WHERE is re-checked against the row a concurrent winner committed); the history
+row and the chain head on `runs` are written only from its RETURNING row. `prev` is the hash the
+history row is chained on: the statement writes nothing unless it is the head stored on `runs`
+(which only a compare-and-set moves, together with `state_version`, so the head seen in the
+statement's snapshot is the head of `expected`). The state text is canonical JSON: `json` keeps it
+verbatim for the hashed history row, `jsonb` parses it for the head."""
+
+_HEAD_SQL = (
+    "SELECT t.state_version, r.state_head FROM task_states t JOIN runs r ON r.run_id = t.run_id "
+    "WHERE t.run_id = %(run_id)s"
+)
+"""The head version and its chain hash, read in one snapshot (they are committed together)."""
 
 MAX_STATE_BYTES = 4_000_000
 """Largest serialized task state accepted: state is a record, big content belongs in artifacts."""
@@ -161,7 +200,11 @@ def _check_run_id(name: str, value: Any) -> None:
 
 
 def _check_size(name: str, payload: Any, limit: int, hint: str) -> None:
-    size = len(canonical_json(payload).encode("utf-8"))
+    _check_text_size(name, canonical_json(payload), limit, hint)
+
+
+def _check_text_size(name: str, serialized: str, limit: int, hint: str) -> None:
+    size = len(serialized.encode("utf-8"))
     if size > limit:
         raise InvalidInputError(f"{name}: {size:,} bytes serialized is over the limit of {limit:,} bytes; {hint}")
 
@@ -207,6 +250,11 @@ class Store:
         """Applied to every text the store records for a human or a model (the run's objective and
         constraints, transcript messages, projections, audit events): whatever path a secret took to
         get here, it is stored as `[REDACTED:<kind>]` (see longrun.redact)."""
+        self._heads: dict[str, tuple[int, str]] = {}
+        """run id -> (state version, its chain hash) as last committed or read by this store: the
+        `prev_hash` a compare-and-set chains on without reading it first. Only a hint: the CAS
+        statement checks it against `runs.state_head` and writes nothing when it is wrong."""
+        self._heads_lock = threading.Lock()
 
     def _redact_message(self, content: dict[str, Any]) -> dict[str, Any]:
         """A message's JSON with every string redacted, except thinking blocks, which the provider
@@ -247,6 +295,46 @@ class Store:
                     continue
                 raise translate_db_error(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _autocommit(self, what: str, fn: Callable[[Connection], T], *, run_id: str | None = None) -> T:
+        """`fn` on a connection in autocommit mode: each statement is its own transaction, one
+        round trip (no BEGIN/COMMIT). For work whose statements are each complete on their own.
+        Retried like `_tx`; on a database or unexpected error the cached chain head of `run_id` is
+        dropped."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                    return fn(conn)
+            except DBAPIError as exc:
+                if run_id is not None:
+                    self._forget_head(run_id)
+                if _sqlstate(exc) in RETRYABLE_SQLSTATES and attempt < MAX_ATTEMPTS:
+                    time.sleep(random.uniform(0, 0.02 * 2**attempt))
+                    continue
+                raise translate_db_error(exc, what) from exc
+            except StoreError:
+                raise  # an answer (stale, not found, refused input), not a doubt about the cached head
+            except BaseException:
+                if run_id is not None:
+                    self._forget_head(run_id)
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _remember_head(self, run_id: str, version: int, digest: str) -> None:
+        with self._heads_lock:
+            self._heads.pop(run_id, None)
+            self._heads[run_id] = (version, digest)
+            if len(self._heads) > MAX_CACHED_HEADS:
+                del self._heads[next(iter(self._heads))]  # the least recently written
+
+    def _forget_head(self, run_id: str) -> None:
+        with self._heads_lock:
+            self._heads.pop(run_id, None)
+
+    def _cached_head(self, run_id: str, version: int) -> str | None:
+        """The chain hash of `version` of the run, if this store remembers it."""
+        head = self._heads.get(run_id)
+        return head[1] if head is not None and head[0] == version else None
 
     @contextmanager
     def transaction(self, what: str = "statement") -> Iterator[Session]:
@@ -450,13 +538,21 @@ class Store:
             RunNotFoundError: no run has this id.
         """
 
-        def tx(s: Session) -> TaskState:
-            data = s.scalar(select(_TASK_STATES.c.state).where(_TASK_STATES.c.run_id == run_id))
-            if data is None:
-                raise RunNotFoundError(run_id)
-            return self._parse_state(run_id, data, "head state")
+        t, r = _TASK_STATES, _RUNS
 
-        return self._tx("load_state", tx)
+        def tx(c: Connection) -> TaskState:
+            # one statement, one snapshot: the head and its chain hash were committed together
+            row = c.execute(
+                select(t.c.state, t.c.state_version, r.c.state_head)
+                .join_from(t, r, r.c.run_id == t.c.run_id).where(t.c.run_id == run_id)
+            ).first()
+            if row is None:
+                raise RunNotFoundError(run_id)
+            state = self._parse_state(run_id, row.state, "head state")
+            self._remember_head(run_id, row.state_version, row.state_head)
+            return state
+
+        return self._autocommit("load_state", tx)
 
     def head_version(self, run_id: str) -> int:
         """The head `state_version` of a run (cheaper than `load_state`)."""
@@ -497,28 +593,40 @@ class Store:
         if state.run_id != run_id:
             raise InvalidInputError(f"run_id: the new state is for run {state.run_id!r}, not {run_id!r}")
 
-        def tx(s: Session) -> TaskState:
+        def tx(c: Connection) -> TaskState:
             now = utcnow()
             version = expected_version + 1
             stored = state.model_copy(update={"state_version": version, "updated_at": now})
             payload = stored.model_dump(mode="json")
-            _check_size("state", payload, MAX_STATE_BYTES, "keep large content in artifacts and reference it")
-            t = _TASK_STATES
-            res = s.execute(
-                update(t)
-                .where(t.c.run_id == run_id, t.c.state_version == expected_version)
-                .values(state_version=version, state=payload, updated_at=now)
+            state_text = canonical_json(payload)
+            _check_text_size("state", state_text, MAX_STATE_BYTES, "keep large content in artifacts and reference it")
+            prev = self._cached_head(run_id, expected_version)
+            for _ in range(3):
+                if prev is None:
+                    head = c.exec_driver_sql(_HEAD_SQL, {"run_id": run_id}).first()
+                    if head is None:
+                        raise RunNotFoundError(run_id)
+                    actual, prev = head
+                    self._remember_head(run_id, actual, prev)
+                    if actual != expected_version:
+                        raise StaleStateError(run_id, expected_version, actual)
+                digest = chain_hash(prev, state_version_payload(run_id, version, payload, actor, reason, now))
+                won = c.exec_driver_sql(_CAS_SQL, {
+                    "run_id": run_id, "expected": expected_version, "version": version, "state": state_text,
+                    "now": now, "actor": actor, "reason": reason, "prev": prev, "hash": digest,
+                }).first()
+                if won is not None:
+                    self._remember_head(run_id, version, digest)
+                    return stored
+                # lost the race, or `prev` was not the head's hash: read the head (a new snapshot,
+                # so a winner that committed meanwhile shows) and decide
+                prev = None
+            raise StoreError(
+                f"compare_and_set on run {run_id} at version {expected_version}: the chain head on `runs` "
+                "does not stay the hash read for that version; run verify_chain"
             )
-            if res.rowcount != 1:  # type: ignore[attr-defined]
-                actual = s.scalar(select(t.c.state_version).where(t.c.run_id == run_id))
-                if actual is None:
-                    raise RunNotFoundError(run_id)
-                raise StaleStateError(run_id, expected_version, actual)
-            run = self._lock_run(s, run_id)
-            self._append_state_version(s, run, version, payload, actor, reason, now)
-            return stored
 
-        return self._tx("compare_and_set", tx)
+        return self._autocommit("compare_and_set", tx, run_id=run_id)
 
     def update_state(
         self,
