@@ -93,6 +93,7 @@ def test_specs_and_read_only() -> None:
         ("run_command", {"argv": "ls -la"}, "'argv' must be array, got string"),
         ("set_next_action", {"next_action": "deploy"}, "'next_action' must be one of"),
         ("read_artifact", {"sha256": "xyz"}, "'sha256' does not match"),
+        ("read_artifact", {"sha256": "abcdef12345"}, "'sha256' does not match"),
         ("write_note", {"text": ""}, "'text' must be at least 1 character"),
     ],
 )

@@ -89,3 +89,47 @@ def test_read_artifact() -> None:
 def test_read_artifact_without_store() -> None:
     with pytest.raises(ToolError, match="no artifact store"):
         READ_ARTIFACT.run({"sha256": "0" * 64}, ToolContext(run_id="r", workspace=Path(".")))  # type: ignore[misc]
+
+
+class PrefixStore(Store):
+    """A reader that resolves prefixes as the Postgres store does."""
+
+    def resolve_artifact_prefix(self, prefix: str) -> str:
+        found = [k for k in self.blobs if k.startswith(prefix)]
+        if len(found) != 1:
+            raise ValueError(f"{len(found)} artifacts match")
+        return found[0]
+
+
+def test_read_artifact_by_unique_prefix() -> None:
+    data = b"the whole output\nsecond line"
+    digest = hashlib.sha256(data).hexdigest()
+    twin = digest[:14] + "0" * 50  # shares the first 14 digits
+    c = ToolContext(run_id="r", workspace=Path("."), artifacts=PrefixStore({digest: data, twin: b"other"}))
+    assert READ_ARTIFACT.run({"sha256": digest[:16]}, c).text == data.decode()  # type: ignore[misc]
+    with pytest.raises(ToolError, match=f"sha256 prefix {digest[:12]}: 2 artifacts match"):
+        READ_ARTIFACT.run({"sha256": digest[:12]}, c)  # type: ignore[misc]
+    with pytest.raises(ToolError, match="0 artifacts match"):
+        READ_ARTIFACT.run({"sha256": "f" * 12}, c)  # type: ignore[misc]
+    # a reader without prefix resolution needs the full hash
+    plain = ToolContext(run_id="r", workspace=Path("."), artifacts=Store({digest: data}))
+    with pytest.raises(ToolError, match="needs the full 64-digit sha256"):
+        READ_ARTIFACT.run({"sha256": digest[:20]}, plain)  # type: ignore[misc]
+
+
+def test_read_artifact_prefix_through_the_postgres_store(store) -> None:  # type: ignore[no-untyped-def]
+    from longrun.store.repository import InvalidInputError
+
+    data = "prefix resolution on the primary key\n".encode() * 3
+    digest = store.put_artifact(data)
+    assert store.resolve_artifact_prefix(digest[:12]) == digest
+    assert store.resolve_artifact_prefix(digest) == digest
+    c = ToolContext(run_id="r", workspace=Path("."), artifacts=store)
+    assert READ_ARTIFACT.run({"sha256": digest[:12]}, c).text == data.decode().rstrip("\n")  # type: ignore[misc]
+    missing = "0123456789ab" if not digest.startswith("0123456789ab") else "ba9876543210"
+    with pytest.raises(InvalidInputError, match="no artifact"):
+        store.resolve_artifact_prefix(missing)
+    with pytest.raises(ToolError, match="no artifact"):
+        READ_ARTIFACT.run({"sha256": missing}, c)  # type: ignore[misc]
+    with pytest.raises(InvalidInputError, match="12 to 64 lowercase hex"):
+        store.resolve_artifact_prefix("ABC")

@@ -812,6 +812,30 @@ class Store:
             lambda s: s.scalar(select(func.count()).select_from(ArtifactRow).where(ArtifactRow.sha256 == sha256)) == 1,
         )
 
+    def resolve_artifact_prefix(self, prefix: str) -> str:
+        """The full sha256 of the one artifact whose hash starts with `prefix` (12 to 64 lowercase
+        hex digits), for `read_artifact` references abbreviated by a model or an index.
+
+        Raises:
+            InvalidInputError: a malformed prefix, or no artifact or more than one matches it."""
+        if not isinstance(prefix, str) or not 12 <= len(prefix) <= 64 or prefix.strip("0123456789abcdef"):
+            raise InvalidInputError(f"sha256 prefix: expected 12 to 64 lowercase hex digits, got {prefix!r}")
+
+        def tx(s: Session) -> list[str]:
+            # a range on the primary key (index-friendly in any collation) plus the exact LIKE
+            query = (select(ArtifactRow.sha256)
+                     .where(ArtifactRow.sha256 >= prefix, ArtifactRow.sha256 < prefix + "g",
+                            ArtifactRow.sha256.like(prefix + "%"))
+                     .limit(2))
+            return list(s.scalars(query))
+
+        found = self._tx("resolve_artifact_prefix", tx)
+        if not found:
+            raise InvalidInputError(f"no artifact's sha256 starts with {prefix}")
+        if len(found) > 1:
+            raise InvalidInputError(f"more than one artifact's sha256 starts with {prefix}; give more digits or the full hash")
+        return found[0]
+
     # ------------------------------------------------------------------ projections
 
     def save_projection(self, run_id: str, projection: Projection, *, expected_state_version: int) -> int:

@@ -3,6 +3,10 @@
 The context pipeline clears old tool results and leaves a placeholder naming the artifact; this
 tool is how the model gets the text back. Lines are returned as stored (a read_file result keeps
 its line numbers), sliced by `offset` (1-based line) and `limit` (lines).
+
+The reference may be the full hash or a unique prefix of at least `MIN_PREFIX` hex digits (models
+abbreviate hashes; a short reference costs fewer tokens): the store resolves it, and an unknown or
+ambiguous prefix is an error that says which.
 """
 
 from __future__ import annotations
@@ -15,14 +19,31 @@ from longrun.tools.base import Tool, ToolContext, ToolOutcome
 
 DEFAULT_ARTIFACT_LINES = 2000
 MAX_ARTIFACT_BYTES = 1_000_000
+MIN_PREFIX = 12
+FULL_HEX = 64
+
+
+def resolve(ref: str, artifacts: Any) -> str:
+    """The full sha256 a reference names: itself when it is whole, else the one artifact whose
+    hash starts with it (through the reader's `resolve_artifact_prefix`)."""
+    if len(ref) == FULL_HEX:
+        return ref
+    resolver = getattr(artifacts, "resolve_artifact_prefix", None)
+    if resolver is None:
+        raise ToolError(f"this artifact store needs the full 64-digit sha256, not the prefix {ref}")
+    try:
+        return str(resolver(ref))
+    except (KeyError, LookupError, ValueError) as exc:
+        raise ToolError(f"sha256 prefix {ref}: {exc}") from exc
 
 
 def _read_artifact(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    sha = args["sha256"]
+    ref = args["sha256"]
     offset = args.get("offset", 1)
     limit = args.get("limit", DEFAULT_ARTIFACT_LINES)
     if ctx.artifacts is None:
         raise ToolError("no artifact store is available to this run")
+    sha = resolve(ref, ctx.artifacts)
     try:
         data = ctx.artifacts.get_artifact(sha)
     except (KeyError, LookupError, FileNotFoundError) as exc:
@@ -49,13 +70,15 @@ def _read_artifact(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 READ_ARTIFACT = Tool(
     name="read_artifact",
     description=(
-        "Fetch a stored tool result (cleared from the conversation) by its sha256 reference. offset is the "
-        "first line (1-based), limit the number of lines (default 2000)."
+        "Fetch a stored tool result (cleared from the conversation) by its sha256 reference (the full hash or a "
+        "unique prefix of at least 12 hex digits). offset is the first line (1-based), limit the number of lines "
+        "(default 2000)."
     ),
     input_schema={
         "type": "object",
         "properties": {
-            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "maxLength": 64, "description": "reference"},
+            "sha256": {"type": "string", "pattern": "^[0-9a-f]{12,64}$", "maxLength": 64,
+                       "description": "reference: the full sha256 or a unique prefix of 12+ hex digits"},
             "offset": {"type": "integer", "minimum": 1},
             "limit": {"type": "integer", "minimum": 1, "maximum": 100_000},
         },
