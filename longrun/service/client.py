@@ -20,6 +20,7 @@ from longrun.errors import ApprovalError, ConfigError, RunNotFoundError, StackNo
 from longrun.models.audit import (
     ApprovalExpired,
     ApprovalGranted,
+    ApprovalRefused,
     ApprovalRejected,
     ApprovalRequested,
     CompactionDone,
@@ -112,12 +113,43 @@ async def _update(client: Client, run_id: str, name: str, arg=None) -> str:
         raise
 
 
-async def approve(client: Client, run_id: str, approval_id: str, approver: str, ttl_seconds: int | None = None) -> str:
-    return await _update(client, run_id, "approve", ApproveInput(approval_id=approval_id, approver=approver, ttl_seconds=ttl_seconds))
+def record_refusal(store: Store | None, run_id: str, approval_id: str, approver: str, reason: str) -> None:
+    """Write a refused approve/reject into the run's audit log (the workflow's validator writes
+    nothing, and a finished run has no workflow to ask). Unknown runs have no log to write to."""
+    if store is None:
+        return
+    try:
+        store.append_audit(
+            run_id, ApprovalRefused(approval_id=approval_id or "(none)", approver=approver or "(none)", reason=reason),
+            actor=f"human:{approver or 'unknown'}",
+        )
+    except RunNotFoundError:
+        pass
 
 
-async def reject(client: Client, run_id: str, approval_id: str, approver: str, reason: str) -> str:
-    return await _update(client, run_id, "reject", RejectInput(approval_id=approval_id, approver=approver, reason=reason))
+async def _decide(client: Client, store: Store | None, run_id: str, approval_id: str, approver: str, name: str, arg) -> str:
+    try:
+        return await _update(client, run_id, name, arg)
+    except (ApprovalError, RunNotFoundError) as exc:
+        record_refusal(store, run_id, approval_id, approver, str(exc))
+        raise
+
+
+async def approve(
+    client: Client, run_id: str, approval_id: str, approver: str, ttl_seconds: int | None = None, *, store: Store | None = None
+) -> str:
+    """Approve the pending action. Refused: `ApprovalError` with the reason, recorded in the audit
+    log when `store` is given."""
+    inp = ApproveInput(approval_id=approval_id, approver=approver, ttl_seconds=ttl_seconds)
+    return await _decide(client, store, run_id, approval_id, approver, "approve", inp)
+
+
+async def reject(
+    client: Client, run_id: str, approval_id: str, approver: str, reason: str, *, store: Store | None = None
+) -> str:
+    """Reject the pending action (refusals as for `approve`)."""
+    inp = RejectInput(approval_id=approval_id, approver=approver, reason=reason)
+    return await _decide(client, store, run_id, approval_id, approver, "reject", inp)
 
 
 async def say(client: Client, run_id: str, text: str, constraint: bool = False) -> str:

@@ -88,7 +88,11 @@ async def _decide(args: argparse.Namespace, verb: str) -> int:
             raise usage_error(f"--ttl: {exc}") from exc
     async with stack() as (client, store):
         assert client is not None
-        live = await _live(client, store, args.run, verb)
+        try:
+            live = await _live(client, store, args.run, verb)
+        except CliError as exc:  # a finished run: refused, and recorded in its audit log
+            api.record_refusal(store, args.run, args.approval or "", args.approver, str(exc))
+            raise
         approval_id = args.approval
         if approval_id is None:
             if live.pending_approval is None:
@@ -97,9 +101,9 @@ async def _decide(args: argparse.Namespace, verb: str) -> int:
             approval_id = live.pending_approval.approval_id
         try:
             if verb == "approve":
-                message = await api.approve(client, args.run, approval_id, args.approver, ttl)
+                message = await api.approve(client, args.run, approval_id, args.approver, ttl, store=store)
             else:
-                message = await api.reject(client, args.run, approval_id, args.approver, args.reason)
+                message = await api.reject(client, args.run, approval_id, args.approver, args.reason, store=store)
         except ApprovalError as exc:
             text = str(exc)
             if "no pending approval" in text or "does not match" in text:
