@@ -1,0 +1,164 @@
+"""The results index beside the summary, the assistant's facts in the extractive summary, and
+commands kept whole."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from longrun.context import Calibration, ExtractiveSummarizer, compact, estimate_request, fit_request, render_request
+from longrun.context import index
+from longrun.context.summary import fact_sentences, split_summary, summary_references
+from longrun.context.transcript import result_text
+from longrun.models import ContextPolicy, Message, Projection, TaskState, TranscriptItem
+from longrun.models.context import CompactionReport
+from longrun.models.canonical import sha256_hex
+from tests.fake_anthropic import validate_tool_pairing
+
+STATE = TaskState(run_id="r1", state_version=2, objective="Find why the ledger drifted",
+                  constraints=["Never run git push --force"])
+BIG = "def settle(x):\n    return x * 100  # cents\n" * 250  # about 3k tokens
+TIGHT = ContextPolicy(trigger=6_000, keep=1, clear_at_least=0, tail_tokens=1_500, max_summary_tokens=600)
+
+
+def wire_turns(n: int, start: int = 0, *, text: Any = None, command: Any = None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(start, start + n):
+        said = text(i) if text else f"Reading module {i} next."
+        tool_input = {"command": command(i)} if command else {"path": f"src/ledger/m{i}.py"}
+        out.append({"role": "assistant", "content": [
+            {"type": "text", "text": said},
+            {"type": "tool_use", "id": f"tu{i}", "name": "Bash" if command else "read_file", "input": tool_input}]})
+        out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": f"#{i}\n{BIG}"}]})
+    return out
+
+
+def items_of(wire: list[dict[str, Any]]) -> list[TranscriptItem]:
+    wire = [{"role": "user", "content": "Review the ledger service."}, *wire,
+            {"role": "assistant", "content": [{"type": "text", "text": "Continuing."}]}]
+    return [TranscriptItem(seq=i + 1, message=Message.from_wire(m)) for i, m in enumerate(wire)]
+
+
+def run(items: list[TranscriptItem], policy: ContextPolicy = TIGHT, previous: Projection | None = None) -> Projection:
+    return compact(items, previous=previous, state=STATE, policy=policy, window=200_000, trigger="threshold",
+                   calibration=Calibration())
+
+
+def shas(items: list[TranscriptItem]) -> dict[str, str]:
+    return {b.tool_use_id: sha256_hex(result_text(b)) for it in items for b in it.message.tool_results()}
+
+
+def test_every_summarized_result_has_an_index_line_naming_tool_input_and_artifact() -> None:
+    items = items_of(wire_turns(12))
+    p = run(items)
+    assert p.summary and "summarize" in p.report.stages_run
+    _, cut, lines, _ = split_summary(p.summary)
+    kept = {b.tool_use_id for m in p.messages for b in m.tool_results()}
+    by_id = shas(items)
+    gone = [tid for tid in by_id if tid not in kept]
+    assert gone and cut == 0
+    for tid in gone:
+        i = int(tid[2:])
+        assert f"- sha256:{by_id[tid]} read_file src/ledger/m{i}.py" in lines
+    assert {r["sha256"] for r in summary_references(p.summary)} == {by_id[t] for t in gone}
+    # the index sits outside the body the summarizer caps
+    body, *_ = split_summary(p.summary)
+    assert body and "sha256:" not in body
+
+
+def test_index_folds_forward_byte_for_byte() -> None:
+    first = items_of(wire_turns(12))
+    p1 = run(first)
+    _, _, lines1, _ = split_summary(p1.summary)
+    more = items_of(wire_turns(12) + wire_turns(10, start=12))
+    # same seqs for the shared prefix: rebuild with the first transcript's items then the new ones
+    later = first[:-1] + [TranscriptItem(seq=first[-2].seq + 1 + k, message=it.message)
+                          for k, it in enumerate(more[len(first) - 1:])]
+    p2 = run(later, previous=p1)
+    _, cut2, lines2, _ = split_summary(p2.summary)
+    assert cut2 == 0 and len(lines2) > len(lines1)
+    assert lines2[: len(lines1)] == lines1  # earlier lines keep their place and bytes
+    rendered1 = index.render(0, lines1)
+    assert rendered1 in (p2.summary or "")
+    assert len(set(lines2)) == len(lines2)
+
+
+def test_index_is_cut_oldest_first_with_a_count_only_as_the_last_resort() -> None:
+    lines = [index.entry(sha256_hex(str(i)), "read_file", f"src/pkg/module_{i}.py") for i in range(400)]
+    summary = "## Goal\nx\n\n" + index.render(0, lines)
+    prev = Projection(version=1, base_state_version=1, covers_through_seq=1, summary=summary, messages=[],
+                      report=CompactionReport(trigger="threshold"))
+    items = items_of(wire_turns(2))
+    req = render_request(model="m", system="", projection=prev, new_items=items, state=STATE, tools=[], max_tokens=10)
+    est = estimate_request(req)
+    limit = est - 12_000  # dropping every turn frees about 6.5k: the index has to give the rest
+    fitted, _ = fit_request(req, limit=limit, calibration=Calibration(), keep_min_tail_turns=1)
+    assert estimate_request(fitted) <= limit
+    assert validate_tool_pairing([m.to_wire() for m in fitted.messages]) is None
+    head = fitted.messages[0].content[0].text  # type: ignore[union-attr]
+    _, cut, kept, _ = split_summary(head[len("<summary_of_earlier_work>\n"):-len("\n</summary_of_earlier_work>")])
+    assert cut > 0 and cut + len(kept) == 400 and kept == lines[cut:]  # oldest went, counted
+    assert index.cut_note(cut) in head
+    # a roomy limit leaves the index whole
+    same, _ = fit_request(req, limit=est + 100, calibration=Calibration(), keep_min_tail_turns=1)
+    assert same is req
+
+
+def test_stage_three_indexes_what_it_drops() -> None:
+    items = items_of(wire_turns(16))
+    policy = ContextPolicy(budget=9_000, trigger=9_000, keep=1, clear_at_least=10**9, tail_tokens=50_000,
+                           max_summary_tokens=200, min_tail_turns=1)
+    p = run(items, policy=policy)
+    by_id = shas(items)
+    kept = {b.tool_use_id for m in p.messages for b in m.tool_results()}
+    named = {r["sha256"] for r in summary_references(p.summary)}
+    assert all(by_id[t] in named for t in by_id if t not in kept)  # nothing left without a way back
+
+
+def test_commands_are_kept_whole() -> None:
+    long_cmd = "python - <<'EOF'\n" + "\n".join(f"print('step {k}: reconcile batch {k * 7}')" for k in range(60)) + "\nEOF"
+    assert len(long_cmd) > 1_500
+    items = items_of(wire_turns(12, command=lambda i: long_cmd if i == 0 else f"grep -rn 'settle_{i}' src/ledger " + "x" * 400))
+    p = run(items)
+    text = p.summary or ""
+    assert json.dumps(long_cmd, ensure_ascii=False) in text  # multi-line: one JSON-quoted line
+    for i in range(1, 5):
+        assert f"grep -rn 'settle_{i}' src/ledger " + "x" * 400 in text
+
+
+def test_assistant_facts_survive_many_compactions() -> None:
+    def said(i: int) -> str:
+        base = f"Next I read src/ledger/m{i}.py to see whether the posting path explains the drift. It may not."
+        return f"{base} FACT-{i:02d}: the replica lag peaked at {10 + i} s." if i % 5 == 0 else base
+
+    projection = None
+    items = [TranscriptItem(seq=1, message=Message.user_text("Review the ledger service."))]
+    for round_ in range(4):
+        for m in wire_turns(10, start=10 * round_, text=said):
+            items.append(TranscriptItem(seq=len(items) + 1, message=Message.from_wire(m)))
+        projection = run(items, previous=projection)
+        assert projection.report.outcome == "applied"
+    text = projection.summary or ""  # type: ignore[union-attr]
+    for i in range(0, 30, 5):  # summarized in earlier rounds, folded forward since
+        assert f"FACT-{i:02d}: the replica lag peaked at {10 + i} s." in text
+    assert "earlier progress dropped for size" in text  # plain progress goes first, counted
+
+
+def test_fact_sentences_skip_what_the_tool_input_already_says() -> None:
+    text = ("Next I look at journalctl -u ledger --since 2026-01-14T06:00:00Z to see whether the rounding path explains "
+            "it. The balance was off by 4200 cents at batch-7781. The earlier output looked fine. "
+            "This happens because the fee is rounded twice.")
+    known = "journalctl\n-u\nledger\n--since\n2026-01-14T06:00:00Z"
+    assert fact_sentences(text, known) == ["The balance was off by 4200 cents at batch-7781.",
+                                           "This happens because the fee is rounded twice."]
+
+
+def test_old_summaries_move_their_artifact_lines_into_the_index() -> None:
+    sha = "c" * 64
+    old = (f"## Goal\ng\n## Progress\n- read a\n## Facts\n- files: [\"a.py\"]\n- sha256:{sha} = read_file a.py\n"
+           "- (older entries dropped for size)\n## Decisions\n- none recorded\n## Next step\n- x")
+    body, cut, lines, users = split_summary(old)
+    assert lines == [f"- sha256:{sha} read_file a.py"] and cut == 0 and users == []
+    assert body and sha not in body
+    folded = ExtractiveSummarizer().summarize([], body, STATE, 500)
+    assert "older entries dropped" not in folded and "- read a" in folded
