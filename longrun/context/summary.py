@@ -8,7 +8,6 @@ beside it in every request anyway.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Protocol, Sequence
 
