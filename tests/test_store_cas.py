@@ -4,14 +4,17 @@ badly chained row; several stores on one run (other processes) stay correct; 40P
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import pytest
-from sqlalchemy import event, text
+from psycopg import pq
+from sqlalchemy import text
 
-from longrun.errors import StaleStateError
+from longrun.errors import StaleStateError, StoreError
 from longrun.models import RunSpec, chain_hash
 from longrun.store import Store
 from longrun.store.chain import state_version_payload
@@ -21,19 +24,55 @@ def _spec() -> RunSpec:
     return RunSpec(objective="count", constraints=["never push to main"], workspace="/tmp/ws")
 
 
+@pytest.fixture
+def one(db_url: str) -> Iterator[Store]:
+    """A store whose pool holds exactly one connection, so every call's traffic can be traced."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as s:
+        yield s
+
+
 @contextmanager
-def _statements(store: Store) -> Iterator[list[tuple[str, bool]]]:
-    """Every statement the store's engine sends, with whether its connection was in autocommit."""
-    seen: list[tuple[str, bool]] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        seen.append((" ".join(statement.split()), bool(conn.connection.dbapi_connection.autocommit)))
-
-    event.listen(store.engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(store.engine, "before_cursor_execute", record)
+def _round_trips(store: Store) -> Iterator[list[str]]:
+    """Every round trip on the store's one pooled connection, as libpq traces it: one entry per
+    ReadyForQuery the server sends, named by what the client sent (`;` is the pool's pre-ping,
+    `BEGIN`/`COMMIT` transaction control, else the statement's first words)."""
+    fairy = store.engine.raw_connection()
+    conn = fairy.driver_connection
+    fairy.close()
+    assert isinstance(conn, psycopg.Connection)
+    trips: list[str] = []
+    with tempfile.TemporaryFile("w+") as f:
+        conn.pgconn.trace(f.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        try:
+            yield trips
+        finally:
+            conn.pgconn.untrace()
+            f.seek(0)
+            lines = f.read().splitlines()
+    messages: list[list[str]] = []  # [who, kind, argument]; a statement's newlines continue the argument
+    for line in lines:
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0] in ("F", "B"):
+            messages.append([parts[0], parts[2], "\t".join(parts[3:]).strip()])
+        elif messages:
+            messages[-1][2] += " " + line
+    prepared: dict[str, str] = {}
+    current: str | None = None
+    for who, kind, arg in messages:
+        if who == "F" and current is None:
+            if kind == "Query":
+                current = arg.strip('"')
+            elif kind == "Parse":
+                name, sql = arg.split(" ", 1)
+                current = " ".join(sql.lstrip('"').split()[:3])
+                if name != '""':
+                    prepared[name] = current
+            elif kind == "Bind":
+                current = prepared.get(arg.split(" ")[1], arg)
+        elif who == "B" and kind == "ReadyForQuery":
+            trips.append(current or "?")
+            current = None
 
 
 def _note(store: Store, run_id: str, text_: str) -> Any:
@@ -41,45 +80,60 @@ def _note(store: Store, run_id: str, text_: str) -> Any:
     return head.model_copy(update={"notes": [text_]})
 
 
-def test_a_warm_compare_and_set_is_one_autocommit_statement(store: Store) -> None:
-    store.create_run("r", _spec())
-    draft = _note(store, "r", "one")  # load_state tells the store the head's chain hash
+def test_a_warm_compare_and_set_is_one_round_trip_after_the_ping(one: Store) -> None:
+    one.create_run("r", _spec())
+    draft = _note(one, "r", "one")  # load_state tells the store the head's chain hash
 
-    with _statements(store) as seen:
-        assert store.compare_and_set("r", 1, draft, actor="agent", reason="one") == 2
-        assert store.compare_and_set("r", 2, draft, actor="agent", reason="two") == 3
-    assert len(seen) == 2, seen
-    assert all(autocommit for _, autocommit in seen), "each compare-and-set is its own single-statement transaction"
-    assert all(sql.startswith("WITH upd AS ( UPDATE task_states") for sql, _ in seen)
+    with _round_trips(one) as trips:
+        assert one.compare_and_set("r", 1, draft, actor="agent", reason="one") == 2
+    # the pool's pre-ping on checkout, then the statement: no BEGIN, no COMMIT, no lock, no read
+    assert trips == [";", "WITH upd AS"], trips
 
-    history = store.state_history("r")
-    assert [(h.version, h.reason) for h in history] == [(1, "run created"), (2, "one"), (3, "two")]
-    assert history[1].prev_hash == history[0].hash and history[2].prev_hash == history[1].hash
-    assert store.verify_chain("r").ok
+    with _round_trips(one) as trips:
+        for v in range(2, 12):
+            assert one.compare_and_set("r", v, draft, actor="agent", reason=f"n{v}") == v + 1
+    # psycopg prepares the statement after a few runs on a connection (one more round trip, once
+    # per connection: Parse), then only binds and executes it
+    assert (trips.count(";"), trips.count("WITH upd AS"), len(trips)) == (10, 11, 21), trips
+
+    history = one.state_history("r")
+    assert [h.version for h in history] == list(range(1, 13))
+    assert [h.reason for h in history[:3]] == ["run created", "one", "n2"]
+    for before, after in zip(history, history[1:]):
+        assert after.prev_hash == before.hash
+    assert one.verify_chain("r").ok
+
+
+def test_load_state_is_one_round_trip(one: Store) -> None:
+    one.create_run("r", _spec())
+    with _round_trips(one) as trips:
+        one.load_state("r")
+    assert trips == [";", "SELECT t.state, t.state_version,"], trips
 
 
 def test_a_cold_store_reads_the_head_once(db_url: str, store: Store) -> None:
     store.create_run("r", _spec())
     draft = _note(store, "r", "from another process")
-    with Store.from_url(db_url) as cold, _statements(cold) as seen:
-        assert cold.compare_and_set("r", 1, draft, actor="other", reason="cold") == 2
-        assert cold.compare_and_set("r", 2, draft, actor="other", reason="warm") == 3
-    assert [sql.split()[0] for sql, _ in seen] == ["SELECT", "WITH", "WITH"]
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as cold:
+        with _round_trips(cold) as trips:
+            assert cold.compare_and_set("r", 1, draft, actor="other", reason="cold") == 2
+            assert cold.compare_and_set("r", 2, draft, actor="other", reason="warm") == 3
+    assert trips == [";", "SELECT t.state_version, r.state_head", "WITH upd AS", ";", "WITH upd AS"], trips
     assert store.verify_chain("r").ok
 
 
-def test_a_wrong_cached_hash_writes_nothing_and_is_corrected(store: Store) -> None:
-    store.create_run("r", _spec())
-    draft = _note(store, "r", "n")
-    store._heads["r"] = (1, "f" * 64)  # as if the store remembered a hash the chain does not have
+def test_a_wrong_cached_hash_writes_nothing_and_is_corrected(one: Store) -> None:
+    one.create_run("r", _spec())
+    draft = _note(one, "r", "n")
+    one._heads["r"] = (1, "f" * 64)  # as if the store remembered a hash the chain does not have
 
-    with _statements(store) as seen:
-        assert store.compare_and_set("r", 1, draft, actor="agent", reason="after a bad guess") == 2
+    with _round_trips(one) as trips:
+        assert one.compare_and_set("r", 1, draft, actor="agent", reason="after a bad guess") == 2
     # the guess was refused by the statement itself, the head read, and the write chained on it
-    assert [sql.split()[0] for sql, _ in seen] == ["WITH", "SELECT", "WITH"]
-    history = store.state_history("r")
+    assert trips == [";", "WITH upd AS", "SELECT t.state_version, r.state_head", "WITH upd AS"], trips
+    history = one.state_history("r")
     assert len(history) == 2 and history[1].prev_hash == history[0].hash != "f" * 64
-    assert store.verify_chain("r").ok
+    assert one.verify_chain("r").ok
 
 
 def test_two_stores_on_one_run_stay_correct(db_url: str, store: Store) -> None:
@@ -126,27 +180,66 @@ def test_the_stored_hash_is_chain_hash_over_the_canonical_row(store: Store) -> N
     assert store.verify_chain("r").ok
 
 
-def test_a_deadlock_on_the_statement_is_retried(store: Store) -> None:
-    """SQLSTATE 40P01 (and 40001) on the compare-and-set statement: nothing was written (it is its
-    own transaction), so the store runs it again."""
-    store.create_run("r", _spec())
+def _fail_updates(store: Store, sqlstate: str, times: int) -> None:
+    """Make the next `times` updates of task_states fail with `sqlstate` (a sequence counts them:
+    it is not rolled back with the failed statement)."""
     with store.engine.begin() as conn:
-        conn.execute(text("""CREATE FUNCTION fail_once(text) RETURNS void LANGUAGE plpgsql AS $$
-                             BEGIN RAISE EXCEPTION 'simulated deadlock' USING ERRCODE = '40P01'; END $$"""))
-    draft = _note(store, "r", "n")
-    failed: list[str] = []
+        conn.execute(text("CREATE SEQUENCE failures"))
+        conn.execute(text(f"""CREATE FUNCTION fail_update() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF nextval('failures') <= {times} THEN
+                    RAISE EXCEPTION 'simulated failure' USING ERRCODE = '{sqlstate}';
+                END IF;
+                RETURN NEW;
+            END $$"""))
+        conn.execute(text("CREATE TRIGGER fail_update BEFORE UPDATE ON task_states "
+                          "FOR EACH ROW EXECUTE FUNCTION fail_update()"))
 
-    def fail_first_cas(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> Any:
-        if statement.lstrip().startswith("WITH upd AS") and not failed:
-            failed.append(statement)
-            return "SELECT fail_once(%(run_id)s)", parameters
-        return statement, parameters
 
-    event.listen(store.engine, "before_cursor_execute", fail_first_cas, retval=True)
+@pytest.mark.parametrize("sqlstate", ["40P01", "40001"])
+def test_deadlock_and_serialization_failure_are_retried(one: Store, sqlstate: str) -> None:
+    """The compare-and-set statement is its own transaction: when it fails nothing was written, so
+    the store runs it again."""
+    one.create_run("r", _spec())
+    draft = _note(one, "r", "n")
+    _fail_updates(one, sqlstate, times=2)
+
+    with _round_trips(one) as trips:
+        assert one.compare_and_set("r", 1, draft, actor="agent", reason="retried") == 2
+    assert trips.count("WITH upd AS") == 3, trips
+    history = one.state_history("r")
+    assert [(h.version, h.reason) for h in history] == [(1, "run created"), (2, "retried")]
+    assert one.verify_chain("r").ok
+
+
+def test_a_failed_statement_writes_nothing_and_leaves_the_connection_usable(one: Store) -> None:
+    one.create_run("r", _spec())
+    draft = _note(one, "r", "n")
+    _fail_updates(one, "P0001", times=1)
+
+    with pytest.raises(StoreError, match=r"compare_and_set failed: simulated failure \(SQLSTATE P0001\)"):
+        one.compare_and_set("r", 1, draft, actor="agent", reason="refused")
+    assert [h.version for h in one.state_history("r")] == [1]
+    assert one.verify_chain("r").ok
+    # the pooled connection went back in transaction mode, not autocommit
+    fairy = one.engine.raw_connection()
     try:
-        assert store.compare_and_set("r", 1, draft, actor="agent", reason="retried") == 2
+        assert fairy.driver_connection.autocommit is False
     finally:
-        event.remove(store.engine, "before_cursor_execute", fail_first_cas)
-    assert len(failed) == 1
-    assert [h.version for h in store.state_history("r")] == [1, 2]
-    assert store.verify_chain("r").ok
+        fairy.close()
+    assert one.compare_and_set("r", 1, draft, actor="agent", reason="then accepted") == 2
+    assert one.verify_chain("r").ok
+
+
+def test_a_dropped_connection_is_replaced(one: Store, pg_admin_url: str) -> None:
+    """The hot path checks connections out of the engine's pool like every call: one the server
+    dropped while idle is replaced on checkout and the write goes through."""
+    one.create_run("r", _spec())
+    draft = _note(one, "r", "n")
+    fairy = one.engine.raw_connection()
+    pid = fairy.driver_connection.info.backend_pid
+    fairy.close()
+    with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    assert one.compare_and_set("r", 1, draft, actor="agent", reason="after a restart") == 2
+    assert one.verify_chain("r").ok

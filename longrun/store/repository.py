@@ -32,8 +32,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
+import psycopg
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -125,6 +126,11 @@ _HEAD_SQL = (
     "WHERE t.run_id = %(run_id)s"
 )
 """The head version and its chain hash, read in one snapshot (they are committed together)."""
+
+_LOAD_SQL = (
+    "SELECT t.state, t.state_version, r.state_head FROM task_states t JOIN runs r ON r.run_id = t.run_id "
+    "WHERE t.run_id = %(run_id)s"
+)
 
 MAX_STATE_BYTES = 4_000_000
 """Largest serialized task state accepted: state is a record, big content belongs in artifacts."""
@@ -296,15 +302,14 @@ class Store:
                 raise translate_db_error(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _autocommit(self, what: str, fn: Callable[[Connection], T], *, run_id: str | None = None) -> T:
-        """`fn` on a connection in autocommit mode: each statement is its own transaction, one
-        round trip (no BEGIN/COMMIT). For work whose statements are each complete on their own.
-        Retried like `_tx`; on a database or unexpected error the cached chain head of `run_id` is
-        dropped."""
+    def _autocommit(self, what: str, fn: Callable[[psycopg.Connection], T], *, run_id: str | None = None) -> T:
+        """`fn` on a pooled psycopg connection in autocommit mode: each statement is its own
+        transaction and one round trip (no BEGIN/COMMIT, no SQLAlchemy layers: this is the hot path
+        of compare-and-set). For work whose statements are each complete on their own. Retried
+        like `_tx`; on a database or unexpected error the cached chain head of `run_id` is dropped."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                    return fn(conn)
+                return self._on_driver_connection(fn)
             except DBAPIError as exc:
                 if run_id is not None:
                     self._forget_head(run_id)
@@ -319,6 +324,31 @@ class Store:
                     self._forget_head(run_id)
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _on_driver_connection(self, fn: Callable[[psycopg.Connection], T]) -> T:
+        """Check a connection out of the engine's pool (pre-pinged as every checkout), run `fn` on
+        its psycopg connection in autocommit, and give it back in the pool's default mode. psycopg
+        errors are wrapped as SQLAlchemy's `DBAPIError` (as the engine would), and a connection the
+        dialect calls disconnected is invalidated."""
+        fairy = self.engine.raw_connection()
+        conn = fairy.driver_connection
+        assert isinstance(conn, psycopg.Connection)
+        try:
+            conn.autocommit = True
+            return fn(conn)
+        except psycopg.Error as exc:
+            disconnected = self.engine.dialect.is_disconnect(exc, conn, None)
+            if disconnected:
+                fairy.invalidate(exc)
+            raise DBAPIError.instance(None, None, exc, psycopg.Error, hide_parameters=True,
+                                      connection_invalidated=disconnected, dialect=self.engine.dialect) from exc
+        finally:
+            if fairy.is_valid:
+                try:
+                    conn.autocommit = False
+                except psycopg.Error as exc:
+                    fairy.invalidate(exc)
+            fairy.close()
 
     def _remember_head(self, run_id: str, version: int, digest: str) -> None:
         with self._heads_lock:
@@ -538,18 +568,14 @@ class Store:
             RunNotFoundError: no run has this id.
         """
 
-        t, r = _TASK_STATES, _RUNS
-
-        def tx(c: Connection) -> TaskState:
+        def tx(c: psycopg.Connection) -> TaskState:
             # one statement, one snapshot: the head and its chain hash were committed together
-            row = c.execute(
-                select(t.c.state, t.c.state_version, r.c.state_head)
-                .join_from(t, r, r.c.run_id == t.c.run_id).where(t.c.run_id == run_id)
-            ).first()
+            row = c.execute(_LOAD_SQL, {"run_id": run_id}).fetchone()
             if row is None:
                 raise RunNotFoundError(run_id)
-            state = self._parse_state(run_id, row.state, "head state")
-            self._remember_head(run_id, row.state_version, row.state_head)
+            data, version, digest = row
+            state = self._parse_state(run_id, data, "head state")
+            self._remember_head(run_id, version, digest)
             return state
 
         return self._autocommit("load_state", tx)
@@ -593,7 +619,7 @@ class Store:
         if state.run_id != run_id:
             raise InvalidInputError(f"run_id: the new state is for run {state.run_id!r}, not {run_id!r}")
 
-        def tx(c: Connection) -> TaskState:
+        def tx(c: psycopg.Connection) -> TaskState:
             now = utcnow()
             version = expected_version + 1
             stored = state.model_copy(update={"state_version": version, "updated_at": now})
@@ -603,7 +629,7 @@ class Store:
             prev = self._cached_head(run_id, expected_version)
             for _ in range(3):
                 if prev is None:
-                    head = c.exec_driver_sql(_HEAD_SQL, {"run_id": run_id}).first()
+                    head = c.execute(_HEAD_SQL, {"run_id": run_id}).fetchone()
                     if head is None:
                         raise RunNotFoundError(run_id)
                     actual, prev = head
@@ -611,10 +637,10 @@ class Store:
                     if actual != expected_version:
                         raise StaleStateError(run_id, expected_version, actual)
                 digest = chain_hash(prev, state_version_payload(run_id, version, payload, actor, reason, now))
-                won = c.exec_driver_sql(_CAS_SQL, {
+                won = c.execute(_CAS_SQL, {
                     "run_id": run_id, "expected": expected_version, "version": version, "state": state_text,
                     "now": now, "actor": actor, "reason": reason, "prev": prev, "hash": digest,
-                }).first()
+                }).fetchone()
                 if won is not None:
                     self._remember_head(run_id, version, digest)
                     return stored
