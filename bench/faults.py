@@ -623,15 +623,16 @@ def table(main: Figures, ctrl: Figures | None, args: argparse.Namespace) -> Tabl
     return t
 
 
-def verdicts(main: Figures, ctrl: Figures | None) -> list[tuple[str, bool]]:
+def verdicts(main: Figures, ctrl: Figures | None, smoke: bool = False) -> list[tuple[str, bool]]:
     out = [
         ("0 lost runs (every run completed)", main.lost == 0 and main.completed == main.started),
         ("0 duplicated effects", main.duplicates == 0 and main.exactly_once == main.effects_expected),
         ("0 unreconciled unknown effects", main.unreconciled == 0),
         ("every audit chain verifies", main.chains_ok == main.started),
-        (">= 30 runs, >= 15 worker kills, PostgreSQL and Temporal killed", main.started >= 30 and
-         main.worker_kills >= 15 and len(main.infra) == 2),
     ]
+    if not smoke:
+        out.append((">= 30 runs, >= 15 worker kills, PostgreSQL and Temporal killed", main.started >= 30 and
+                    main.worker_kills >= 15 and len(main.infra) == 2))
     if ctrl is not None:
         out.append(("the control (no reconciliation) shows duplicate sends", ctrl.duplicates > 0))
     return out
@@ -696,7 +697,7 @@ async def amain(args: argparse.Namespace) -> int:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     t = table(main_f, ctrl_f, args)
-    checks = verdicts(main_f, ctrl_f)
+    checks = verdicts(main_f, ctrl_f, smoke=args.smoke)
     lines = [t.markdown(), "", "Targets:", ""]
     lines += [f"- {'MET' if ok else 'NOT MET'}: {what}" for what, ok in checks]
     m = machine()
@@ -726,6 +727,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=600, help="seconds the runs may take in all")
     p.add_argument("--no-write", dest="write", action="store_false", help="do not update RELIABILITY.md")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, data)")
+    p.add_argument("--smoke", action="store_true", help="tiny parameters allowed: skip the scale target")
     return p.parse_args(argv)
 
 
