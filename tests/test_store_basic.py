@@ -249,3 +249,22 @@ def test_audit_events_round_trip(store: Store) -> None:
     assert [(e.seq, e.kind, e.actor) for e in events] == [(1, "run_started", "operator"), (2, "gate_verdict", "gate")]
     assert events[1].event == verdict
     assert events[1].prev_hash == events[0].hash
+
+
+def test_update_head_lands_on_whatever_the_head_is(store, tmp_path):
+    """Writers whose change must land whatever moved meanwhile reload and reapply on a lost race."""
+    from longrun.models.spec import RunSpec
+
+    store.create_run("run-uh", RunSpec(objective="o", workspace=str(tmp_path)))
+    calls = []
+
+    def add_note(state):
+        calls.append(state.state_version)
+        if len(calls) == 1:  # someone else writes while we compute
+            head = store.load_state("run-uh")
+            store.compare_and_set("run-uh", head.state_version, head.model_copy(update={"notes": ["theirs"]}), "x", "race")
+        return state.model_copy(update={"notes": [*state.notes, "ours"]})
+
+    new = store.update_head("run-uh", add_note, "test", "note")
+    assert calls == [1, 2] and new.state_version == 3 and new.notes == ["theirs", "ours"]
+    assert store.load_state("run-uh").notes == ["theirs", "ours"]

@@ -14,7 +14,6 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from longrun.errors import StaleStateError
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.io import StateBrief, ToolCallRef
 from longrun.models.spec import RunSpec
@@ -104,17 +103,8 @@ class ActivityBase:
     def update_head(
         self, run_id: str, mutate: Callable[[TaskState], TaskState], actor: str, reason: str
     ) -> TaskState:
-        """Compare-and-set on the current head, reloading on a lost race. For writers that
-        must land whatever moved (a human's approval, an operator's instruction)."""
-        last: StaleStateError | None = None
-        for _ in range(CAS_ATTEMPTS):
-            head = self.store.load_state(run_id)
-            try:
-                return self.store.update_state(run_id, head.state_version, mutate, actor, reason)
-            except StaleStateError as exc:
-                last = exc
-        assert last is not None
-        raise last
+        """Compare-and-set on the current head, reloading on a lost race (see `Store.update_head`)."""
+        return self.store.update_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS)
 
     def items(self, entries: list) -> list[TranscriptItem]:
         return [TranscriptItem(seq=e.seq, message=e.message) for e in entries]

@@ -16,6 +16,7 @@ from longrun.activities.names import (
     STEER,
 )
 from longrun.context import estimate_message, estimate_request, should_compact
+from longrun.errors import ContextOverflow
 from longrun.models.audit import ApprovalGranted, RunFinished, Steered
 from longrun.models.blocks import Message, ToolResultBlock
 from longrun.models.io import (
@@ -126,8 +127,13 @@ class RunActivities(ActivityBase):
             seq = last.seq
         state = self.store.load_state(run_id)
         spec = self.spec(run_id)
-        request, calibration, _p, _e, provider = self.build_request(run_id)
-        calibrated = calibration.apply(estimate_request(request))
+        provider = self.deps.provider_for(spec.model)
+        try:
+            request, calibration, _p, _e, provider = self.build_request(run_id)
+            calibrated = calibration.apply(estimate_request(request))
+        except ContextOverflow:
+            # even hard enforcement cannot fit the next request: compaction is the only way on
+            calibrated = spec.context.limit(provider.info.window) + 1
         trigger = should_compact(
             calibrated,
             policy=spec.context,

@@ -679,6 +679,35 @@ class Store:
         result = mutate(draft)
         return self._cas(run_id, expected_version, draft if result is None else result, actor, reason)
 
+    def update_head(
+        self,
+        run_id: str,
+        mutate: Callable[[TaskState], TaskState | None],
+        actor: str,
+        reason: str,
+        *,
+        attempts: int = 8,
+    ) -> TaskState:
+        """Apply `mutate` to whatever the head is, compare-and-set, and on a lost race reload and
+        apply it again (up to `attempts` times). For writers whose change must land on top of
+        whatever moved meanwhile (a human's approval, the effects ledger), not for writers whose
+        change depends on a version they saw (they use `compare_and_set` / `update_state`).
+
+        Raises:
+            StaleStateError: every attempt lost its race.
+        """
+        last: StaleStateError | None = None
+        for _ in range(max(1, attempts)):
+            head = self.load_state(run_id)
+            draft = head.model_copy(deep=True)
+            result = mutate(draft)
+            try:
+                return self._cas(run_id, head.state_version, draft if result is None else result, actor, reason)
+            except StaleStateError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
     @staticmethod
     def _append_state_version(
         s: Session, run: Any, version: int, state_json: Any, actor: str, reason: str, now: datetime
