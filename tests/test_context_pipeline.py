@@ -181,6 +181,11 @@ def test_good_model_summary_is_used_and_previous_folded() -> None:
     assert "Please find the parser bug; keep it small." in (p2.summary or "")
 
 
+def test_the_offline_summarizer_is_reported_as_extractive_not_as_a_model() -> None:
+    p = run(transcript(10), TIGHT, summarizer=ExtractiveSummarizer())
+    assert p.report.outcome == "applied" and p.report.summary_source == "extractive"
+
+
 def test_validate_summary_accepts_consistent_claims() -> None:
     state = STATE.model_copy(update={"next_action": NextAction.test, "approvals": [Approval(
         id="ap1", scope="run_command", action_hash="b" * 64, approved_by="alice", approved_at=NOW,

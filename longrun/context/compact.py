@@ -279,7 +279,7 @@ def _summarize(
             reason = f"summarizer failed: {type(exc).__name__}: {exc}"
         if reason is None:
             body = candidate
-            report.summary_source = "model"
+            report.summary_source = "extractive" if isinstance(summarizer, ExtractiveSummarizer) else "model"
         else:
             report.summary_rejected_reason = reason
     if body is None:
