@@ -279,3 +279,12 @@ def test_fit_request_raises_when_state_alone_overflows() -> None:
     req = render_request(model="m", system="x " * 5_000, projection=None, new_items=transcript(1), state=STATE, tools=[], max_tokens=10)
     with pytest.raises(ContextOverflow):
         fit_request(req, limit=1_000, calibration=Calibration(), keep_min_tail_turns=1)
+
+
+def test_a_summary_that_would_not_shrink_the_request_is_undone() -> None:
+    """Summarizing a few short turns can cost more than it saves (the summary carries the
+    verbatim user messages and the results index): then compaction leaves the view alone."""
+    items = transcript(1, size="x = 1\n")
+    p = run(items, ContextPolicy(trigger=500, keep=0, clear_at_least=0, tail_tokens=0, min_tail_turns=1), force=True)
+    assert "summarize" not in p.report.stages_run and p.summary is None
+    assert p.report.tokens_after_estimated <= p.report.tokens_before_estimated

@@ -155,14 +155,21 @@ def compact(
     # Stage 2: summarize, only when the cheap stages did not reach the target.
     if total() > target_est or force:
         now = total()
+        kept = (view, ests, summary, report.model_copy())
         done = _summarize(view, ests, summary, state=state, policy=policy, report=report, summarizer=summarizer,
                           fixed=fixed, target_est=target_est, limit_est=limit_est)
         if done is not None:
-            stages.append("summarize")
             summary, cut = done
             view, ests = view[cut:], ests[cut:]
-            changed = True
-            freed["summarize"] = max(0, now - total())
+            if total() >= now:
+                # a summary no smaller than what it replaced only costs a cache rewrite: undo it
+                view, ests, summary, undone = kept
+                for name in ("messages_summarized", "summary_tokens", "summary_source", "summary_rejected_reason"):
+                    setattr(report, name, getattr(undone, name))
+            else:
+                stages.append("summarize")
+                changed = True
+                freed["summarize"] = now - total()
 
     # Stage 3: hard limit. The oldest whole turns go (their results join the index); when even the
     # summary and the open tool cycle do not fit, the oldest index lines go, counted.
