@@ -129,8 +129,13 @@ class RunActivities(ActivityBase):
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.model)
         try:
-            request, calibration, _p, _e, provider = self.build_request(run_id)
-            calibrated = calibration.apply(estimate_request(request))
+            if inp.sent_tokens_estimated is not None:
+                # what the model was just sent, plus what this turn added: no second render per turn
+                added = sum(e.token_estimate for e in self.store.transcript(run_id, after_seq=inp.assistant_seq - 1))
+                calibrated = self.calibration(run_id).apply(inp.sent_tokens_estimated + added)
+            else:
+                request, calibration, _p, _e, provider = self.build_request(run_id)
+                calibrated = calibration.apply(estimate_request(request))
         except ContextOverflow:
             # even hard enforcement cannot fit the next request: compaction is the only way on
             calibrated = spec.context.limit(provider.info.window) + 1

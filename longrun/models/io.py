@@ -240,6 +240,9 @@ class CommitTurnInput(_IO):
     results: list[ToolResultRef]
     last_compaction_turn: int | None = None
     stage_boundary: bool = False
+    sent_tokens_estimated: int | None = Field(
+        default=None, ge=0, description="the estimated size of the request this turn sent; None: render it again"
+    )
 
 
 class CommitTurnResult(_IO):

@@ -211,6 +211,7 @@ class AgentRunWorkflow:
                 results=results,
                 last_compaction_turn=self.cursor.last_compaction_turn,
                 stage_boundary=stage_boundary or self.compact_requested,
+                sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
             ),
         )
         self._set_state(commit.state)
