@@ -34,7 +34,7 @@ def one(db_url: str) -> Iterator[Store]:
 @contextmanager
 def _round_trips(store: Store) -> Iterator[list[str]]:
     """Every round trip on the store's one pooled connection, as libpq traces it: one entry per
-    ReadyForQuery the server sends, named by what the client sent (`;` is the pool's pre-ping,
+    ReadyForQuery the server sends, named by what the client sent (`;` would be a pool pre-ping,
     `BEGIN`/`COMMIT` transaction control, else the statement's first words)."""
     fairy = store.engine.raw_connection()
     conn = fairy.driver_connection
@@ -80,21 +80,21 @@ def _note(store: Store, run_id: str, text_: str) -> Any:
     return head.model_copy(update={"notes": [text_]})
 
 
-def test_a_warm_compare_and_set_is_one_round_trip_after_the_ping(one: Store) -> None:
+def test_a_warm_compare_and_set_is_one_round_trip(one: Store) -> None:
     one.create_run("r", _spec())
     draft = _note(one, "r", "one")  # load_state tells the store the head's chain hash
 
     with _round_trips(one) as trips:
         assert one.compare_and_set("r", 1, draft, actor="agent", reason="one") == 2
-    # the pool's pre-ping on checkout, then the statement: no BEGIN, no COMMIT, no lock, no read
-    assert trips == [";", "WITH upd AS"], trips
+    # the statement alone: no pre-ping, no BEGIN, no COMMIT, no lock, no read
+    assert trips == ["WITH upd AS"], trips
 
     with _round_trips(one) as trips:
         for v in range(2, 12):
             assert one.compare_and_set("r", v, draft, actor="agent", reason=f"n{v}") == v + 1
     # psycopg prepares the statement after a few runs on a connection (one more round trip, once
     # per connection: Parse), then only binds and executes it
-    assert (trips.count(";"), trips.count("WITH upd AS"), len(trips)) == (10, 11, 21), trips
+    assert (trips.count(";"), trips.count("WITH upd AS"), len(trips)) == (0, 11, 11), trips
 
     history = one.state_history("r")
     assert [h.version for h in history] == list(range(1, 13))
@@ -108,7 +108,7 @@ def test_load_state_is_one_round_trip(one: Store) -> None:
     one.create_run("r", _spec())
     with _round_trips(one) as trips:
         one.load_state("r")
-    assert trips == [";", "SELECT t.state, t.state_version,"], trips
+    assert trips == ["SELECT t.state, t.state_version,"], trips
 
 
 def test_a_cold_store_reads_the_head_once(db_url: str, store: Store) -> None:
@@ -118,7 +118,7 @@ def test_a_cold_store_reads_the_head_once(db_url: str, store: Store) -> None:
         with _round_trips(cold) as trips:
             assert cold.compare_and_set("r", 1, draft, actor="other", reason="cold") == 2
             assert cold.compare_and_set("r", 2, draft, actor="other", reason="warm") == 3
-    assert trips == [";", "SELECT t.state_version, r.state_head", "WITH upd AS", ";", "WITH upd AS"], trips
+    assert trips == ["SELECT t.state_version, r.state_head", "WITH upd AS", "WITH upd AS"], trips
     assert store.verify_chain("r").ok
 
 
@@ -130,7 +130,7 @@ def test_a_wrong_cached_hash_writes_nothing_and_is_corrected(one: Store) -> None
     with _round_trips(one) as trips:
         assert one.compare_and_set("r", 1, draft, actor="agent", reason="after a bad guess") == 2
     # the guess was refused by the statement itself, the head read, and the write chained on it
-    assert trips == [";", "WITH upd AS", "SELECT t.state_version, r.state_head", "WITH upd AS"], trips
+    assert trips == ["WITH upd AS", "SELECT t.state_version, r.state_head", "WITH upd AS"], trips
     history = one.state_history("r")
     assert len(history) == 2 and history[1].prev_hash == history[0].hash != "f" * 64
     assert one.verify_chain("r").ok
@@ -231,9 +231,10 @@ def test_a_failed_statement_writes_nothing_and_leaves_the_connection_usable(one:
     assert one.verify_chain("r").ok
 
 
-def test_a_dropped_connection_is_replaced(one: Store, pg_admin_url: str) -> None:
-    """The hot path checks connections out of the engine's pool like every call: one the server
-    dropped while idle is replaced on checkout and the write goes through."""
+def test_a_dropped_connection_fails_one_call_then_is_replaced(one: Store, pg_admin_url: str) -> None:
+    """No pre-ping (it cost a round trip per call): a connection the server dropped while idle
+    fails the one call that meets it, before its statement runs, with a clear error; the pool then
+    replaces it and the retry (Temporal retries the activity) goes through. Nothing is lost."""
     one.create_run("r", _spec())
     draft = _note(one, "r", "n")
     fairy = one.engine.raw_connection()
@@ -241,5 +242,8 @@ def test_a_dropped_connection_is_replaced(one: Store, pg_admin_url: str) -> None
     fairy.close()
     with psycopg.connect(pg_admin_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(StoreError, match="terminating connection"):
+        one.compare_and_set("r", 1, draft, actor="agent", reason="after a restart")
+    assert one.load_state("r").state_version == 1, "the failed call wrote nothing"
     assert one.compare_and_set("r", 1, draft, actor="agent", reason="after a restart") == 2
     assert one.verify_chain("r").ok
