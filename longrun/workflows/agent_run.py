@@ -396,7 +396,6 @@ class AgentRunWorkflow:
                 action_hash=gate.action_hash, state_version=gate.state_version,
             )
         )
-        previous = self.status
         self.status = RunStatus.waiting_approval
         try:
             await workflow.wait_condition(
@@ -407,8 +406,7 @@ class AgentRunWorkflow:
             if self.deciding:
                 await workflow.wait_condition(lambda: self.decision is not None)
         pending, self.pending = self.pending, None
-        self.status = RunStatus.running if previous is RunStatus.waiting_approval else previous
-        if self.status is RunStatus.waiting_approval:
+        if self.status is RunStatus.waiting_approval:  # a pause that arrived meanwhile stays
             self.status = RunStatus.running
         if self.decision is not None:
             verdict, approver, reason = self.decision
