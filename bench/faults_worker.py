@@ -13,7 +13,6 @@ Log lines (appended, flushed at once, so they survive a kill -9):
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import threading
@@ -22,15 +21,9 @@ from typing import Any
 
 from temporalio import activity
 from temporalio import client as temporal_client
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from longrun.service.worker import build_worker
-from longrun.store import Store
-from longrun.tools import default_registry
-from tests.support.policy import PlanProvider
-from tests.support.sink import send_tool
+from tests.support.worker_proc import serve
 
 
 class AttemptLog:
@@ -75,19 +68,10 @@ class LoggingInterceptor(temporal_client.Interceptor, Interceptor):
 
 async def main(argv: list[str]) -> None:
     db_url, address, task_queue, sink_url, plan_json, pause, mode, log_path = argv[:8]
-    plan = [[(tool, args) for tool, args in step] for step in json.loads(plan_json)]
-    registry = default_registry()
-    registry.register(send_tool(sink_url, pause_after_send=float(pause), reconcile=mode != "no-reconcile"))
-    client = await Client.connect(
-        address, data_converter=pydantic_data_converter, interceptors=[LoggingInterceptor(AttemptLog(log_path))]
+    await serve(
+        db_url, address, task_queue, sink_url, plan_json, pause=float(pause), reconcile=mode != "no-reconcile",
+        interceptors=[LoggingInterceptor(AttemptLog(log_path))],
     )
-    store = Store.from_url(db_url)
-    provider = PlanProvider(plan=plan)
-    worker = build_worker(
-        client, store, registry=registry, provider_for=lambda _m: provider, task_queue=task_queue, heartbeat_every=0.5
-    )
-    print("worker ready", flush=True)
-    await worker.run()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from longrun.models.audit import CompactionDone, ErrorRecorded, ModelCalled
 from longrun.models.blocks import Message, TextBlock
 from longrun.models.context import TranscriptItem
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
+from longrun.models.provider import Usage
 
 
 
@@ -100,8 +101,6 @@ class ModelActivities(ActivityBase):
     @staticmethod
     def _result(entry, *, replayed: bool, estimated: int, calibrated: int) -> ModelCallResult:
         uses = entry.message.tool_uses()
-        from longrun.models.provider import Usage
-
         return ModelCallResult(
             assistant_seq=entry.seq,
             tool_calls=[ToolCallRef(call_id=u.id, name=u.name, index=i, seq=entry.seq) for i, u in enumerate(uses)],

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -20,14 +22,15 @@ from tests.support.policy import PlanProvider
 from tests.support.sink import send_tool
 
 
-async def main(argv: list[str]) -> None:
-    db_url, address, task_queue, sink_url, plan_json = argv[:5]
-    pause = float(argv[5]) if len(argv) > 5 else 0.0
-    reconcile = not (len(argv) > 6 and argv[6] == "no-reconcile")
+async def serve(
+    db_url: str, address: str, task_queue: str, sink_url: str, plan_json: str, *, pause: float = 0.0,
+    reconcile: bool = True, interceptors: Sequence[Any] = (),
+) -> None:
+    """Run the worker until the process is killed (bench/faults_worker.py adds an interceptor)."""
     plan = [[(tool, args) for tool, args in step] for step in json.loads(plan_json)]
     registry = default_registry()
     registry.register(send_tool(sink_url, pause_after_send=pause, reconcile=reconcile))
-    client = await Client.connect(address, data_converter=pydantic_data_converter)
+    client = await Client.connect(address, data_converter=pydantic_data_converter, interceptors=list(interceptors))
     store = Store.from_url(db_url)
     provider = PlanProvider(plan=plan)
     worker = build_worker(
@@ -35,6 +38,12 @@ async def main(argv: list[str]) -> None:
     )
     print("worker ready", flush=True)
     await worker.run()
+
+
+async def main(argv: list[str]) -> None:
+    pause = float(argv[5]) if len(argv) > 5 else 0.0
+    reconcile = not (len(argv) > 6 and argv[6] == "no-reconcile")
+    await serve(*argv[:5], pause=pause, reconcile=reconcile)
 
 
 if __name__ == "__main__":
