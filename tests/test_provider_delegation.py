@@ -2,8 +2,8 @@
 
 Pure, like tests/test_provider_scripted.py: an in-test executor runs the tools for real on a copy of
 a sample workspace. It answers a `task` call the way the workflow does: it builds the child's
-objective (`Subagent brief:`, the brief, the `paths` under `Files:`, the answer shape), copies the
-parent's constraints into the child's state, and runs a child ScriptedProvider loop in-process with
+objective with the activity's own `longrun.subagents.child_objective` (`Subagent brief:`, the brief,
+the `paths` under `Files:`, the answer shape), copies the parent's constraints into the child's state, and runs a child ScriptedProvider loop in-process with
 the read-only tools only; the tool result is the child's final text, or `worker failed: ...`.
 """
 
@@ -24,12 +24,14 @@ from longrun.context.state_block import render_state_block
 from longrun.models import Message, ModelRequest, Step, TaskState, TextBlock, ToolResultBlock
 from longrun.models.provider import ToolSpec
 from longrun.providers import ScriptedProvider
-from longrun.providers.rules import Finding
-from longrun.providers.scripted_subagent import (
+from longrun.providers.rules import RULES_BY_ID, Finding
+from longrun.providers.scripted_subagent import format_answer
+from longrun.subagents import (
+    ANSWER_SHAPE,
     BRIEF_PREFIX,
     MAX_ANSWER_WORDS,
     brief_files,
-    format_answer,
+    child_objective,
     parse_answer,
 )
 from tests.test_provider_scripted import FIXED_NOW, MiniExecutor
@@ -41,13 +43,6 @@ TINY_OBJECTIVE = "The moving averages reported by the stats helper look wrong. F
 READ_ONLY = ("list_dir", "read_file", "grep", "read_artifact")
 PARENT_TOOLS = (*READ_ONLY, "write_note", "record_decision", "set_next_action", "complete_stage", "apply_patch",
                 "run_command")
-# What longrun.activities.children appends to a child's objective (kept here so this test is pure).
-ANSWER_SHAPE = (
-    "Answer once, at the end, in this shape and nothing else (at most 400 words; never paste file "
-    "contents; never ask questions back):\n"
-    "FINDINGS:\n- <one finding per line> (source: <file>:<line> or command: <argv>)\n"
-    "UNCERTAIN:\n- <what you could not confirm, or none>"
-)
 CHILD_TURN_CAP = 10
 
 
@@ -115,10 +110,7 @@ class ParentExecutor(MiniExecutor):
     def t_task(self, brief: str, paths: list[str] | None = None) -> tuple[str, bool]:
         assert len(brief) <= 8000 and len(paths or []) <= 50
         index = len(self.children)
-        objective = f"{BRIEF_PREFIX}\n{brief.strip()}"
-        if paths:
-            objective += "\nFiles:\n" + "\n".join(f"- {p}" for p in paths)
-        objective += "\n\n" + ANSWER_SHAPE
+        objective = child_objective(brief, list(paths or []))  # what longrun.activities.children writes
         state = TaskState(run_id=f"{self.state.run_id}.c{index}", state_version=1, objective=objective,
                           constraints=list(self.state.constraints), updated_at=FIXED_NOW)
         ex = ChildExecutor(self.ws, state, [], lambda tool, args: "a subagent has no approvals")
@@ -293,14 +285,14 @@ def test_answer_round_trip_and_word_limit() -> None:
                      "element of xs", "for i in range(len(xs) - 1):") for i in range(60)]
     clean = [(f"pkg/c{i:02d}.py", 30) for i in range(40)]
     text = format_answer(found[:2], clean[:3], ["pkg/x.py: could not read it: PermissionError"])
-    back = parse_answer(text)
+    back = parse_answer(text, RULES_BY_ID)
     assert [(f.path, f.line, f.rule) for f in back.findings] == [("pkg/m00.py", 10, "off-by-one-range"),
                                                                  ("pkg/m01.py", 11, "off-by-one-range")]
     assert back.clean == ["pkg/c00.py", "pkg/c01.py", "pkg/c02.py"] and back.uncertain and back.shaped
     big = format_answer(found, clean, [])
     assert len(big.split()) <= MAX_ANSWER_WORDS and "not listed (400-word limit)" in big
     assert "for i in range" not in big
-    assert parse_answer(big).findings, "the cut keeps the first findings"
+    assert parse_answer(big, RULES_BY_ID).findings, "the cut keeps the first findings"
 
 
 def test_parse_answer_tolerates_a_model_written_answer() -> None:
@@ -309,10 +301,10 @@ def test_parse_answer_tolerates_a_model_written_answer() -> None:
             "- lib/b.py looks clean (source: lib/b.py:1-40)\n"
             "- the cache is never invalidated (source: lib/c.py:7)\n"
             "UNCERTAIN:\n- none\n")
-    back = parse_answer(text)
+    back = parse_answer(text, RULES_BY_ID)
     assert [(f.path, f.line, f.rule) for f in back.findings] == [("lib/a.py", 14, "floor-division-mean")]
     assert back.clean == ["lib/b.py"] and len(back.other) == 1 and back.uncertain == []
-    assert not parse_answer("I could not finish.").shaped
+    assert not parse_answer("I could not finish.", RULES_BY_ID).shaped
 
 
 def test_child_without_files_greps_and_reports_unreadable_files(wide: Path) -> None:
@@ -326,7 +318,7 @@ def test_child_without_files_greps_and_reports_unreadable_files(wide: Path) -> N
     missing = f"{BRIEF_PREFIX}\nCheck these.\nFiles:\n- depot/nope.py\n- depot/units.py\n\n{ANSWER_SHAPE}"
     ex = ChildExecutor(wide, state.model_copy(update={"objective": missing}), [], lambda t, a: "no")
     transcript, answered = loop(ScriptedProvider(), ex, f"Objective: {missing}", READ_ONLY, CHILD_TURN_CAP)
-    answer = parse_answer(transcript[-1].text())
+    answer = parse_answer(transcript[-1].text(), RULES_BY_ID)
     assert answered and answer.clean == ["depot/units.py"]
     assert len(answer.uncertain) == 1 and answer.uncertain[0].startswith("depot/nope.py: could not read it")
     assert [a["path"] for n, a in ex.calls].count("depot/nope.py") == 2, "a failed read is retried once, no more"

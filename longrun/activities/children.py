@@ -18,37 +18,11 @@ from longrun.models.audit import ToolRan
 from longrun.models.io import ChildCollected, ChildCreated, ChildInput, CollectChildInput, ToolResultRef
 from longrun.models.provider import Usage
 from longrun.models.spec import RunSpec
-from longrun.models.state import MAX_TEXT
-
-BRIEF_PREFIX = "Subagent brief:"
-MAX_ANSWER_WORDS = 400
-ANSWER_SHAPE = (
-    "Answer once, at the end, in this shape and nothing else (at most 400 words; never paste file "
-    "contents; never ask questions back):\n"
-    "FINDINGS:\n- <one finding per line> (source: <file>:<line> or command: <argv>)\n"
-    "UNCERTAIN:\n- <what you could not confirm, or none>"
-)
+from longrun.subagents import child_objective, shape_answer
 
 
 def child_run_id(parent_run_id: str, turn: int, index: int) -> str:
     return f"{parent_run_id}.t{turn}c{index}"
-
-
-def shape_answer(text: str) -> str:
-    """Hold a child's answer to the contract: the FINDINGS/UNCERTAIN shape, at most 400 words."""
-    text = text.strip()
-    if "FINDINGS:" not in text:
-        text = f"FINDINGS:\n- (none in the expected shape)\nUNCERTAIN:\n- the subagent answered otherwise: {text}"
-    kept: list[str] = []
-    words = 0
-    for line in text.splitlines():
-        n = len(line.split())
-        if words + n > MAX_ANSWER_WORDS:
-            kept.append(" ".join(line.split()[: max(0, MAX_ANSWER_WORDS - words)]) + " [cut at 400 words]")
-            break
-        kept.append(line)
-        words += n
-    return "\n".join(kept)
 
 
 class ChildActivities(ActivityBase):
@@ -64,10 +38,7 @@ class ChildActivities(ActivityBase):
         parent = self.spec(inp.run_id)
         _, arguments = self.tool_call(inp.run_id, inp.call)
         paths = [str(p) for p in arguments.get("paths") or []]
-        objective = f"{BRIEF_PREFIX}\n{str(arguments.get('brief', '')).strip()}"
-        if paths:
-            objective += "\nFiles:\n" + "\n".join(f"- {p}" for p in paths)
-        objective = objective[: MAX_TEXT - len(ANSWER_SHAPE) - 2] + "\n\n" + ANSWER_SHAPE
+        objective = child_objective(str(arguments.get("brief", "")), paths)
         spec = RunSpec(
             objective=objective,
             constraints=list(self.store.load_state(inp.run_id).constraints),

@@ -429,7 +429,8 @@ class Policy:
     def _absorb_task(self, k: str, args: dict[str, Any], text: str, err: bool) -> None:
         """A subagent's answer: its findings and clean files become notes (as if read here), one
         decision per suspect file; a failure is noted and its files stay uninspected."""
-        from longrun.providers.scripted_subagent import parse_answer
+        from longrun.providers.rules import RULES_BY_ID
+        from longrun.subagents import parse_answer
 
         paths = [str(p) for p in args.get("paths") or []]
         label = f"survey: delegated task {k} ({', '.join(paths) or 'no files'})"
@@ -437,7 +438,7 @@ class Policy:
             failure = text if text.startswith("worker failed") else f"failed: {text}"
             self.note(f"{label}: {_short(failure, 240)}")
             return
-        answer = parse_answer(text)
+        answer = parse_answer(text, RULES_BY_ID)
         if not answer.shaped:
             self.note(f"{label}: answer not in the FINDINGS/UNCERTAIN shape: {_short(text, 200)}")
             return
@@ -558,7 +559,8 @@ class Policy:
         """A self-contained brief: the objective restated, what to look for, how to answer, and the
         parent's constraints verbatim. The files go in the call's `paths` (the workflow lists them
         under `Files:` in the child's objective)."""
-        from longrun.providers.scripted_subagent import PARENT_OBJECTIVE_LABEL, rule_catalogue
+        from longrun.providers.scripted_subagent import rule_catalogue
+        from longrun.subagents import PARENT_OBJECTIVE_LABEL
 
         head = [
             f"Part {k} of {n} of a breadth-first forensic review: read the {len(files)} file(s) listed under "
@@ -726,7 +728,8 @@ class ScriptedProvider:
             number = 1
         else:
             number = 1 + sum(1 for m in request.messages if m.role == "assistant")
-            from longrun.providers.scripted_subagent import ChildPolicy, is_child_objective
+            from longrun.providers.scripted_subagent import ChildPolicy
+            from longrun.subagents import is_child_objective
 
             if is_child_objective(str(state.get("objective", ""))):
                 turn = ChildPolicy(state, request.messages, number).decide()

@@ -33,49 +33,19 @@ library), so the parent can record findings with their file and line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from longrun.models.blocks import Message, ToolResultBlock, ToolUseBlock
-from longrun.providers.rules import RULES, RULES_BY_ID, Finding, parse_numbered, scan
+from longrun.providers.rules import RULES, Finding, parse_numbered, scan
+from longrun.subagents import BRIEF_PREFIX, MAX_ANSWER_WORDS, PARENT_OBJECTIVE_LABEL, brief_files
 
 if TYPE_CHECKING:
     from longrun.providers.scripted import Turn
 
-BRIEF_PREFIX = "Subagent brief:"
-PARENT_OBJECTIVE_LABEL = "Objective of the parent run:"
-MAX_ANSWER_WORDS = 400
 CHILD_MAX_TURNS = 8
 CHILD_MAX_FILES = 12
 CHILD_READS_PER_TURN = 12
 CHILD_LABEL = "scripted subagent (deterministic offline stand-in for a model)"
-
-_SOURCE_RE = re.compile(r"\((?:source|sources|command)s?:\s*([^()]*)\)\s*$", re.I)
-_PATH_LINE_RE = re.compile(r"^\s*([^\s:,]+):(\d+)")
-_RULE_RE = re.compile(r"\brule\s+`?([a-z0-9][a-z0-9-]*)`?", re.I)
-_CLEAN_RE = re.compile(r"\bno rule fired\b|\bclean\b|\bnothing (?:found|fired)\b", re.I)
-
-
-def is_child_objective(objective: str) -> bool:
-    return objective.lstrip().startswith(BRIEF_PREFIX)
-
-
-def brief_files(objective: str) -> list[str]:
-    """The `- <path>` lines under the last `Files:` line of a child's objective, in order."""
-    lines = objective.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.strip() == "Files:"]
-    if not starts:
-        return []
-    files: list[str] = []
-    for line in lines[starts[-1] + 1 :]:
-        m = re.match(r"^\s*-\s+(\S.*?)\s*$", line)
-        if not m:
-            break
-        path = m.group(1).strip("`")
-        if path not in files:
-            files.append(path)
-    return files
-
 
 def brief_search_text(objective: str) -> str:
     """What the child searches for when the brief names no files: the parent's objective if the
@@ -128,7 +98,7 @@ def format_answer(
     while _words(lines) > limit and found:
         found.pop()
         cut += 1
-        lines = build(found, cleans, unsure + [f"{cut} more finding(s) not listed (400-word limit)"])
+        lines = build(found, cleans, unsure + [f"{cut} more finding(s) not listed ({MAX_ANSWER_WORDS}-word limit)"])
     while _words(lines) > limit and len(unsure) > 1:
         unsure.pop()
         lines = build(found, cleans, unsure)
@@ -141,57 +111,6 @@ def format_answer(
 def _one_line(text: str, limit: int = 240) -> str:
     one = " ".join(str(text).split())
     return one if len(one) <= limit else one[: limit - 3] + "..."
-
-
-@dataclass
-class ChildAnswer:
-    """A child's answer as the parent reads it back."""
-
-    findings: list[Finding] = field(default_factory=list)  # a rule of the library, a file and a line
-    clean: list[str] = field(default_factory=list)  # files the child read where nothing fired
-    other: list[str] = field(default_factory=list)  # finding lines in no form the parent can act on
-    uncertain: list[str] = field(default_factory=list)
-    shaped: bool = False  # had a FINDINGS: section
-
-
-def parse_answer(text: str) -> ChildAnswer:
-    out = ChildAnswer()
-    section = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        head = line.rstrip(":").upper()
-        if head in ("FINDINGS", "UNCERTAIN") and line.endswith(":"):
-            section = head
-            out.shaped = out.shaped or head == "FINDINGS"
-            continue
-        if not line.startswith(("-", "*")) or section is None:
-            continue
-        body = line.lstrip("-* ").strip()
-        if not body or body.lower().rstrip(".") in ("none", "(none)", "nothing"):
-            continue
-        if section == "UNCERTAIN":
-            out.uncertain.append(body)
-            continue
-        source = _SOURCE_RE.search(body)
-        where = _PATH_LINE_RE.match(source.group(1)) if source else None
-        if source and _CLEAN_RE.search(body):
-            for part in source.group(1).split(","):
-                path = part.strip().split(":", 1)[0]
-                if path and not path.startswith("read_file") and path not in out.clean:
-                    out.clean.append(path)
-            continue
-        rule = next((m.group(1) for m in _RULE_RE.finditer(body) if m.group(1) in RULES_BY_ID), None)
-        rule = rule or next((r for r in RULES_BY_ID if r in body), None)
-        if where and rule:
-            path, line_no = where.group(1), int(where.group(2))
-            desc = body[: source.start()].strip() if source else body
-            desc = re.sub(r"^\S+:\d+:\s*", "", desc)
-            desc = re.sub(r"^rule\s+`?[\w-]+`?\s*[:-]?\s*", "", desc, flags=re.I)
-            desc = desc.replace("; ", ", ").strip() or RULES_BY_ID[rule].id
-            out.findings.append(Finding(path=path, line=line_no, rule=rule, description=desc, text=""))
-        else:
-            out.other.append(body)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,13 +209,4 @@ class ChildPolicy:
         return format_answer(findings, clean, uncertain)
 
 
-__all__ = [
-    "BRIEF_PREFIX",
-    "ChildAnswer",
-    "ChildPolicy",
-    "PARENT_OBJECTIVE_LABEL",
-    "brief_files",
-    "format_answer",
-    "is_child_objective",
-    "parse_answer",
-]
+__all__ = ["ChildPolicy", "format_answer"]
