@@ -1,0 +1,184 @@
+"""Content-addressed artifacts (tool output, file contents: bytes stored once under their sha256)
+and the projections compaction writes (the compacted view of a run's transcript).
+
+Rules:
+
+- an artifact is named by the sha256 of its bytes; storing the same bytes again is a no-op, and
+  nothing ever changes stored bytes;
+- a projection is never written over a newer one: it is refused when the head state moved past the
+  version the compaction started from, or when an equal or newer projection version is stored
+  (`StaleProjectionError`); projections are append-only, the newest is current.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from longrun.errors import RunNotFoundError, StaleStateError, StoreError
+from longrun.models import Message, Projection, sha256_hex, utcnow
+from longrun.models.context import CompactionReport
+from longrun.store.core import (
+    MAX_ARTIFACT_BYTES,
+    MAX_MESSAGE_BYTES,
+    InvalidInputError,
+    StaleProjectionError,
+    StoreCore,
+    _check_int,
+    _check_size,
+    _check_text,
+    _fields,
+    _validate,
+)
+from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
+
+
+class ArtifactsMixin(StoreCore):
+    """Artifacts by sha256, and a run's projections by version."""
+
+    def put_artifact(self, data: bytes, media_type: str = "text/plain") -> str:
+        """Store bytes once under their sha256 (a second put of the same bytes is a no-op).
+
+        Returns:
+            The sha256 hex digest that names the artifact.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise InvalidInputError(f"data: expected bytes, got {type(data).__name__} (encode text first)")
+        blob = bytes(data)
+        if len(blob) > MAX_ARTIFACT_BYTES:
+            raise InvalidInputError(f"data: {len(blob):,} bytes is over the artifact limit of {MAX_ARTIFACT_BYTES:,}")
+        _check_text("media_type", media_type, 200, nonempty=True)
+        digest = sha256_hex(blob)
+
+        def tx(s: Session) -> None:
+            s.execute(
+                pg_insert(ArtifactRow)
+                .values(sha256=digest, data=blob, media_type=media_type, size=len(blob), created_at=utcnow())
+                .on_conflict_do_nothing(index_elements=[ArtifactRow.sha256])
+            )
+
+        self._tx("put_artifact", tx)
+        return digest
+
+    def get_artifact(self, sha256: str) -> bytes:
+        """Raises:
+        StoreError: no artifact has this hash."""
+
+        def tx(s: Session) -> bytes:
+            data = s.scalar(select(ArtifactRow.data).where(ArtifactRow.sha256 == sha256))
+            if data is None:
+                raise StoreError(f"no artifact with sha256 {sha256}: it was never stored (check the reference)")
+            return bytes(data)
+
+        return self._tx("get_artifact", tx)
+
+    def has_artifact(self, sha256: str) -> bool:
+        return self._tx(
+            "has_artifact",
+            lambda s: s.scalar(select(func.count()).select_from(ArtifactRow).where(ArtifactRow.sha256 == sha256)) == 1,
+        )
+
+    def resolve_artifact_prefix(self, prefix: str) -> str:
+        """The full sha256 of the one artifact whose hash starts with `prefix` (12 to 64 lowercase
+        hex digits), for `read_artifact` references abbreviated by a model or an index.
+
+        Raises:
+            InvalidInputError: a malformed prefix, or no artifact or more than one matches it."""
+        if not isinstance(prefix, str) or not 12 <= len(prefix) <= 64 or prefix.strip("0123456789abcdef"):
+            raise InvalidInputError(f"sha256 prefix: expected 12 to 64 lowercase hex digits, got {prefix!r}")
+
+        def tx(s: Session) -> list[str]:
+            # a range on the primary key (index-friendly in any collation) plus the exact LIKE
+            query = (select(ArtifactRow.sha256)
+                     .where(ArtifactRow.sha256 >= prefix, ArtifactRow.sha256 < prefix + "g",
+                            ArtifactRow.sha256.like(prefix + "%"))
+                     .limit(2))
+            return list(s.scalars(query))
+
+        found = self._tx("resolve_artifact_prefix", tx)
+        if not found:
+            raise InvalidInputError(f"no artifact's sha256 starts with {prefix}")
+        if len(found) > 1:
+            raise InvalidInputError(f"more than one artifact's sha256 starts with {prefix}; give more digits or the full hash")
+        return found[0]
+
+    # ------------------------------------------------------------------ projections
+
+    def save_projection(self, run_id: str, projection: Projection, *, expected_state_version: int) -> int:
+        """Store a compaction's projection, unless it is stale.
+
+        Stale means: the head state moved past `expected_state_version` while the compaction ran,
+        or a projection with the same or a newer version is already stored. Either way the
+        projection is discarded, never written over newer data.
+
+        Returns:
+            The projection's version.
+
+        Raises:
+            StaleStateError: the head is not `expected_state_version`.
+            StaleProjectionError: (a StaleStateError) a newer or equal projection version exists.
+        """
+        proj: Projection = _validate(Projection, projection, "projection")
+        _check_int("expected_state_version", expected_state_version, minimum=1)
+        content = {"summary": self.redactor.redact(proj.summary) if proj.summary else proj.summary,
+                   "messages": [self._redact_message(m.model_dump(mode="json")) for m in proj.messages]}
+        _check_size("projection", content, MAX_MESSAGE_BYTES * 4, "the projection should be smaller than the window")
+        report = proj.report.model_dump(mode="json")
+
+        def tx(s: Session) -> int:
+            head = s.scalar(
+                select(TaskStateRow.state_version).where(TaskStateRow.run_id == run_id).with_for_update()
+            )
+            if head is None:
+                raise RunNotFoundError(run_id)
+            if head != expected_state_version:
+                raise StaleStateError(run_id, expected_state_version, head)
+            newest = s.scalar(select(func.max(ProjectionRow.version)).where(ProjectionRow.run_id == run_id))
+            if newest is not None and newest >= proj.version:
+                raise StaleProjectionError(run_id, proj.version, newest)
+            s.add(ProjectionRow(run_id=run_id, version=proj.version, base_state_version=proj.base_state_version,
+                                covers_through_seq=proj.covers_through_seq, content=content, report=report,
+                                created_at=utcnow()))
+            s.flush()
+            return proj.version
+
+        return self._tx("save_projection", tx)
+
+    @staticmethod
+    def _projection(run_id: str, row: ProjectionRow) -> Projection:
+        try:
+            return Projection(
+                version=row.version, base_state_version=row.base_state_version,
+                covers_through_seq=row.covers_through_seq, summary=row.content.get("summary"),
+                messages=[Message.model_validate(m) for m in row.content.get("messages", [])],
+                report=CompactionReport.model_validate(row.report),
+            )
+        except ValidationError as exc:
+            raise StoreError(f"projection {row.version} of run {run_id} does not parse: {_fields(exc)}") from exc
+
+    def latest_projection(self, run_id: str) -> Projection | None:
+        """The newest projection of the run, or None before the first compaction."""
+
+        def tx(s: Session) -> Projection | None:
+            self._require_run(s, run_id)
+            row = s.scalars(
+                select(ProjectionRow).where(ProjectionRow.run_id == run_id)
+                .order_by(ProjectionRow.version.desc()).limit(1)
+            ).one_or_none()
+            return None if row is None else self._projection(run_id, row)
+
+        return self._tx("latest_projection", tx)
+
+    def projections(self, run_id: str) -> list[Projection]:
+        """Every projection of the run, oldest first."""
+
+        def tx(s: Session) -> list[Projection]:
+            self._require_run(s, run_id)
+            rows = s.scalars(
+                select(ProjectionRow).where(ProjectionRow.run_id == run_id).order_by(ProjectionRow.version)
+            )
+            return [self._projection(run_id, r) for r in rows]
+
+        return self._tx("projections", tx)

@@ -1,0 +1,189 @@
+"""Runs: creating one (its row, state v1, the first state version and the `RunStarted` audit
+event, in one transaction), reading and listing them, and the mutable columns of the `runs` row
+(status and reason, token-estimator calibration).
+
+The run's objective and constraints are redacted before they are stored, in the spec, the state
+and the audit event alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from longrun.errors import RunNotFoundError, StoreError
+from longrun.models import RunSpec, RunStatus, TaskState, utcnow
+from longrun.models.audit import RunStarted
+from longrun.models.state import MAX_TEXT
+from longrun.store.core import (
+    MAX_CALIBRATION_BYTES,
+    InvalidInputError,
+    _check_int,
+    _check_run_id,
+    _check_text,
+    _fields,
+    _sqlstate,
+    _validate,
+)
+from longrun.store.logs import ChainedLogsMixin
+from longrun.store.records import RunRecord
+from longrun.store.tables import ACTOR_MAX, RunRow, TaskStateRow
+
+
+class RunsMixin(ChainedLogsMixin):
+    """The `runs` row of each run; creating a run appends to its state and audit chains."""
+
+    def create_run(
+        self, run_id: str, spec: RunSpec, *, parent_run_id: str | None = None, actor: str = "operator"
+    ) -> TaskState:
+        """Create a run: its row, head state v1 (objective and constraints from the spec), the
+        first state version and a `RunStarted` audit event, in one transaction.
+
+        Returns:
+            The stored state v1.
+
+        Raises:
+            InvalidInputError: bad run id, spec or actor (nothing written).
+            StoreError: a run with this id already exists.
+            RunNotFoundError: `parent_run_id` names no run.
+        """
+        _check_run_id("run_id", run_id)
+        if parent_run_id is not None:
+            _check_run_id("parent_run_id", parent_run_id)
+        _check_text("actor", actor, ACTOR_MAX, nonempty=True)
+        spec = _validate(RunSpec, spec, "run spec")
+        spec = spec.model_copy(update={"objective": self.redactor.redact(spec.objective),
+                                       "constraints": [self.redactor.redact(c) for c in spec.constraints]})
+        now = utcnow()
+        state = _validate(
+            TaskState,
+            {"run_id": run_id, "state_version": 1, "objective": spec.objective,
+             "constraints": list(spec.constraints), "updated_at": now},
+            "initial state",
+        )
+        state_json = state.model_dump(mode="json")
+        spec_json = spec.model_dump(mode="json")
+        started = RunStarted(
+            model=spec.model, objective=spec.objective, constraints=list(spec.constraints),
+            workspace=spec.workspace, approvers=list(spec.approvers),
+        )
+
+        def tx(s: Session) -> None:
+            if s.get(RunRow, run_id) is not None:
+                raise StoreError(f"run {run_id!r} already exists: choose another run id")
+            if parent_run_id is not None:
+                self._require_run(s, parent_run_id)
+            s.add(RunRow(run_id=run_id, spec=spec_json, model=spec.model, status=RunStatus.running.value,
+                         reason="", parent_run_id=parent_run_id, created_at=now, updated_at=now))
+            s.add(TaskStateRow(run_id=run_id, state_version=1, state=state_json, updated_at=now))
+            try:
+                s.flush()
+            except IntegrityError as exc:
+                if _sqlstate(exc) == "23505":
+                    raise StoreError(f"run {run_id!r} already exists: choose another run id") from exc
+                raise
+            run = self._lock_run(s, run_id)
+            self._append_state_version(s, run, 1, state_json, actor, "run created", now)
+            self._append_audit(s, run, started, actor, now)
+
+        self._tx("create_run", tx)
+        return state
+
+    @staticmethod
+    def _run_record(row: RunRow) -> RunRecord:
+        try:
+            spec = RunSpec.model_validate(row.spec)
+        except ValidationError as exc:
+            raise StoreError(f"stored spec of run {row.run_id} does not parse: {_fields(exc)}") from exc
+        return RunRecord(
+            run_id=row.run_id, spec=spec, model=row.model, status=row.status, reason=row.reason,
+            parent_run_id=row.parent_run_id, created_at=row.created_at, updated_at=row.updated_at,
+        )
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """Raises:
+        RunNotFoundError: no run has this id."""
+
+        def tx(s: Session) -> RunRecord:
+            row = s.get(RunRow, run_id)
+            if row is None:
+                raise RunNotFoundError(run_id)
+            return self._run_record(row)
+
+        return self._tx("get_run", tx)
+
+    def list_runs(self, limit: int = 50, parent_run_id: str | None = None) -> list[RunRecord]:
+        """Newest runs first; only the children of `parent_run_id` when it is given."""
+        _check_int("limit", limit, minimum=1)
+
+        def tx(s: Session) -> list[RunRecord]:
+            q = select(RunRow).order_by(RunRow.created_at.desc(), RunRow.run_id).limit(limit)
+            if parent_run_id is not None:
+                q = q.where(RunRow.parent_run_id == parent_run_id)
+            return [self._run_record(r) for r in s.scalars(q)]
+
+        return self._tx("list_runs", tx)
+
+    def set_run_status(self, run_id: str, status: str | RunStatus, reason: str = "") -> None:
+        """Record where a run stands (`running`, `paused`, `completed`, ...) and why.
+
+        Raises:
+            InvalidInputError: unknown status or oversized reason.
+            RunNotFoundError: no run has this id.
+        """
+        try:
+            value = RunStatus(status).value
+        except ValueError:
+            allowed = ", ".join(s.value for s in RunStatus)
+            raise InvalidInputError(f"status: {status!r} is not one of {allowed}") from None
+        _check_text("reason", reason, MAX_TEXT)
+
+        def tx(s: Session) -> None:
+            res = s.execute(
+                update(RunRow).where(RunRow.run_id == run_id).values(status=value, reason=reason, updated_at=utcnow())
+            )
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                raise RunNotFoundError(run_id)
+
+        self._tx("set_run_status", tx)
+
+    def load_spec(self, run_id: str) -> RunSpec:
+        return self.get_run(run_id).spec
+
+    def get_calibration(self, run_id: str) -> dict[str, Any]:
+        """The run's token-estimator calibration (empty until first set)."""
+
+        def tx(s: Session) -> dict[str, Any]:
+            value = s.scalar(select(RunRow.calibration).where(RunRow.run_id == run_id))
+            if value is None:
+                raise RunNotFoundError(run_id)
+            return dict(value)
+
+        return self._tx("get_calibration", tx)
+
+    def set_calibration(self, run_id: str, data: dict[str, Any]) -> None:
+        """Replace the run's calibration data (a JSON object)."""
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"calibration: expected a JSON object, got {type(data).__name__}")
+        try:
+            text = json.dumps(data, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"calibration: not JSON-serializable: {exc}") from exc
+        if len(text) > MAX_CALIBRATION_BYTES:
+            raise InvalidInputError(f"calibration: {len(text):,} bytes is over the limit of {MAX_CALIBRATION_BYTES:,}")
+        value = json.loads(text)
+
+        def tx(s: Session) -> None:
+            res = s.execute(
+                update(RunRow).where(RunRow.run_id == run_id).values(calibration=value, updated_at=utcnow())
+            )
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                raise RunNotFoundError(run_id)
+
+        self._tx("set_calibration", tx)

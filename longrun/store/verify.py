@@ -1,0 +1,91 @@
+"""Verification of a run's three hash chains (state versions, transcript, audit) against their
+rows and the heads recorded on `runs`, and of the head state against its last recorded version.
+
+Read-only: it reports the first bad row (table, row number, why) and changes nothing. What each
+row's hash covers, and how one chain is checked, is in `longrun.store.chain`.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from longrun.errors import RunNotFoundError
+from longrun.models import canonical_json
+from longrun.store.chain import ChainRow, audit_payload, check_chain, state_version_payload, transcript_payload
+from longrun.store.core import StoreCore
+from longrun.store.records import ChainVerdict
+from longrun.store.tables import AuditEventRow, RunRow, TaskStateRow, TaskStateVersionRow, TranscriptEntryRow
+
+
+class VerifyMixin(StoreCore):
+    """`verify_chain`: does a run's history still say what was written?"""
+
+    def verify_chain(self, run_id: str) -> ChainVerdict:
+        """Check the run's three hash chains against their rows and the heads stored on `runs`.
+
+        Reads everything in one REPEATABLE READ snapshot so concurrent appends cannot produce a
+        false alarm.
+
+        Returns:
+            `ChainVerdict(ok=True, ...)`, or the first bad row: table, row number and why.
+
+        Raises:
+            RunNotFoundError: no run has this id.
+        """
+
+        def tx(s: Session) -> ChainVerdict:
+            s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            run = s.get(RunRow, run_id)
+            if run is None:
+                raise RunNotFoundError(run_id)
+
+            def verdict(table: str, row: int, reason: str) -> ChainVerdict:
+                return ChainVerdict(ok=False, table=table, row=row, reason=reason, run_id=run_id)
+
+            versions = list(s.scalars(select(TaskStateVersionRow).where(TaskStateVersionRow.run_id == run_id)
+                                      .order_by(TaskStateVersionRow.version)))
+            problem = check_chain(
+                (ChainRow(r.version, state_version_payload(run_id, r.version, r.state, r.actor, r.reason,
+                                                           r.created_at), r.prev_hash, r.hash) for r in versions),
+                run.state_head, run.state_count,
+            )
+            if problem:
+                return verdict("task_state_versions", problem.row, problem.reason)
+
+            entries = s.scalars(select(TranscriptEntryRow).where(TranscriptEntryRow.run_id == run_id)
+                                .order_by(TranscriptEntryRow.seq))
+            problem = check_chain(
+                (ChainRow(r.seq, transcript_payload(run_id, r.seq, r.role, r.content, r.token_estimate, r.usage,
+                                                    r.turn, r.created_at), r.prev_hash, r.hash) for r in entries),
+                run.transcript_head, run.transcript_count,
+            )
+            if problem:
+                return verdict("transcript_entries", problem.row, problem.reason)
+
+            events = s.scalars(select(AuditEventRow).where(AuditEventRow.run_id == run_id)
+                               .order_by(AuditEventRow.seq))
+            problem = check_chain(
+                (ChainRow(r.seq, audit_payload(run_id, r.seq, r.kind, r.event, r.actor, r.created_at),
+                          r.prev_hash, r.hash) for r in events),
+                run.audit_head, run.audit_count,
+            )
+            if problem:
+                return verdict("audit_events", problem.row, problem.reason)
+
+            head = s.get(TaskStateRow, run_id)
+            last = versions[-1] if versions else None
+            if head is None or last is None or head.state_version != last.version \
+                    or canonical_json(head.state) != canonical_json(last.state):
+                return verdict(
+                    "task_states", head.state_version if head else 0,
+                    "the head state does not equal the last recorded state version: it was changed outside "
+                    "compare-and-set",
+                )
+            return ChainVerdict(
+                ok=True, table=None, row=None, run_id=run_id,
+                reason=f"{run.state_count} state versions, {run.transcript_count} transcript entries, "
+                f"{run.audit_count} audit events",
+            )
+
+        return self._tx("verify_chain", tx)
