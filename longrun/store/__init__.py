@@ -1,8 +1,9 @@
 """The Postgres store: SQLAlchemy tables, migrations runner and the `Store` repository.
 
 Compare-and-set on task state, append-only hash-chained history (state versions, transcript,
-audit), content-addressed artifacts and projections. See `repository` for the rules every write
-follows and `tables` for where chain heads live.
+audit), content-addressed artifacts and projections. `repository` assembles `Store` from one
+module per concern, each stating the rules its writes follow (`core` for those every method
+keeps); `tables` says where chain heads live.
 """
 
 from longrun.store.engine import libpq_url, make_engine, sqlalchemy_url, with_database

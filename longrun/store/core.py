@@ -255,10 +255,12 @@ class StoreCore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _on_driver_connection(self, fn: Callable[[psycopg.Connection], T]) -> T:
-        """Check a connection out of the engine's pool (pre-pinged as every checkout), run `fn` on
-        its psycopg connection in autocommit, and give it back in the pool's default mode. psycopg
-        errors are wrapped as SQLAlchemy's `DBAPIError` (as the engine would), and a connection the
-        dialect calls disconnected is invalidated."""
+        """Check a connection out of the engine's pool, run `fn` on its psycopg connection in
+        autocommit, and give it back in the pool's default mode. The checkout is not pinged (the
+        engine has no pre-ping, see `make_engine`): a connection that died with a server restart
+        fails on its first statement, and that error is handled like any other. psycopg errors are
+        wrapped as SQLAlchemy's `DBAPIError` (as the engine would), and a connection the dialect
+        calls disconnected is invalidated, so the pool does not hand it out again."""
         fairy = self.engine.raw_connection()
         conn = fairy.driver_connection
         assert isinstance(conn, psycopg.Connection)
