@@ -24,8 +24,7 @@ from longrun.context.state_block import render_state_block
 from longrun.models import Message, ModelRequest, Step, TaskState, TextBlock, ToolResultBlock
 from longrun.models.provider import ToolSpec
 from longrun.providers import ScriptedProvider
-from longrun.providers.rules import RULES_BY_ID, Finding
-from longrun.providers.scripted_subagent import format_answer
+from longrun.providers.scripted import RULE_IDS, Finding, format_answer
 from longrun.subagents import (
     ANSWER_SHAPE,
     BRIEF_PREFIX,
@@ -285,14 +284,14 @@ def test_answer_round_trip_and_word_limit() -> None:
                      "element of xs", "for i in range(len(xs) - 1):") for i in range(60)]
     clean = [(f"pkg/c{i:02d}.py", 30) for i in range(40)]
     text = format_answer(found[:2], clean[:3], ["pkg/x.py: could not read it: PermissionError"])
-    back = parse_answer(text, RULES_BY_ID)
+    back = parse_answer(text, RULE_IDS)
     assert [(f.path, f.line, f.rule) for f in back.findings] == [("pkg/m00.py", 10, "off-by-one-range"),
                                                                  ("pkg/m01.py", 11, "off-by-one-range")]
     assert back.clean == ["pkg/c00.py", "pkg/c01.py", "pkg/c02.py"] and back.uncertain and back.shaped
     big = format_answer(found, clean, [])
     assert len(big.split()) <= MAX_ANSWER_WORDS and "not listed (400-word limit)" in big
     assert "for i in range" not in big
-    assert parse_answer(big, RULES_BY_ID).findings, "the cut keeps the first findings"
+    assert parse_answer(big, RULE_IDS).findings, "the cut keeps the first findings"
 
 
 def test_parse_answer_tolerates_a_model_written_answer() -> None:
@@ -301,10 +300,10 @@ def test_parse_answer_tolerates_a_model_written_answer() -> None:
             "- lib/b.py looks clean (source: lib/b.py:1-40)\n"
             "- the cache is never invalidated (source: lib/c.py:7)\n"
             "UNCERTAIN:\n- none\n")
-    back = parse_answer(text, RULES_BY_ID)
+    back = parse_answer(text, RULE_IDS)
     assert [(f.path, f.line, f.rule) for f in back.findings] == [("lib/a.py", 14, "floor-division-mean")]
     assert back.clean == ["lib/b.py"] and len(back.other) == 1 and back.uncertain == []
-    assert not parse_answer("I could not finish.", RULES_BY_ID).shaped
+    assert not parse_answer("I could not finish.", RULE_IDS).shaped
 
 
 def test_child_without_files_greps_and_reports_unreadable_files(wide: Path) -> None:
@@ -318,7 +317,7 @@ def test_child_without_files_greps_and_reports_unreadable_files(wide: Path) -> N
     missing = f"{BRIEF_PREFIX}\nCheck these.\nFiles:\n- depot/nope.py\n- depot/units.py\n\n{ANSWER_SHAPE}"
     ex = ChildExecutor(wide, state.model_copy(update={"objective": missing}), [], lambda t, a: "no")
     transcript, answered = loop(ScriptedProvider(), ex, f"Objective: {missing}", READ_ONLY, CHILD_TURN_CAP)
-    answer = parse_answer(transcript[-1].text(), RULES_BY_ID)
+    answer = parse_answer(transcript[-1].text(), RULE_IDS)
     assert answered and answer.clean == ["depot/units.py"]
     assert len(answer.uncertain) == 1 and answer.uncertain[0].startswith("depot/nope.py: could not read it")
     assert [a["path"] for n, a in ex.calls].count("depot/nope.py") == 2, "a failed read is retried once, no more"

@@ -3,6 +3,10 @@
 Small and explainable on purpose: every finding names the rule that fired and the line it fired
 on, and the fix is a textual rewrite of that line, so a human approving the edit can check it by
 eye. It is a stand-in for a model's judgement, not a linter.
+
+Both policies run it: the parent on the files it reads itself, a child on the files of its brief.
+The parent also reads its children's answers back against it (`RULE_IDS`): a finding it can act
+on names one of these rules.
 """
 
 from __future__ import annotations
@@ -85,6 +89,12 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}
+RULE_IDS: tuple[str, ...] = tuple(RULES_BY_ID)  # in library order: what a parent can act on in an answer
+
+
+def rule_catalogue() -> str:
+    """The rule library in one sentence, for briefs."""
+    return "; ".join(f"{r.id}" for r in RULES)
 
 
 def parse_numbered(text: str) -> dict[int, str]:
