@@ -89,28 +89,51 @@ class ChainedLogsMixin(StoreCore):
             InvalidInputError: bad message, token estimate, usage or turn (nothing written).
             RunNotFoundError: no run has this id.
         """
-        msg: Message = _validate(Message, message, "transcript message")
-        _check_int("token_estimate", token_estimate, minimum=0)
-        _check_int("turn", turn, minimum=0, optional=True)
-        usage_json = None if usage is None else _validate(Usage, usage, "usage").model_dump(mode="json")
-        content = self._redact_message(msg.model_dump(mode="json"))
-        _check_size("message", content, MAX_MESSAGE_BYTES, "store large tool output as an artifact and reference it")
+        msg, content, usage_json = self._transcript_entry(message, token_estimate, usage, turn)
 
         def tx(s: Session) -> int:
             run = self._lock_run(s, run_id)
-            now = utcnow()
-            seq = run.transcript_count + 1
-            prev = run.transcript_head
-            digest = chain_hash(
-                prev, transcript_payload(run_id, seq, msg.role, content, token_estimate, usage_json, turn, now)
-            )
-            s.execute(insert(TranscriptEntryRow.__table__).values(
-                run_id=run_id, seq=seq, role=msg.role, content=content, token_estimate=token_estimate,
-                usage=usage_json, turn=turn, created_at=now, prev_hash=prev, hash=digest))
-            self._move_head(s, run_id, "transcript", digest, seq)
-            return seq
+            return self._append_transcript_entry(s, run, msg.role, content, token_estimate, usage_json, turn,
+                                                 utcnow())
 
         return self._tx("append_transcript", tx)
+
+    def _transcript_entry(
+        self, message: Any, token_estimate: Any, usage: Any, turn: Any, *, what: str = "transcript message",
+        field: str = "message", estimate_field: str = "token_estimate",
+    ) -> tuple[Message, dict[str, Any], dict[str, Any] | None]:
+        """Check and redact a transcript entry before any transaction starts: the parsed
+        message, its redacted JSON content (what is stored and hashed) and the usage JSON.
+        `what`, `field` and `estimate_field` are how an error names the message and the arguments.
+
+        Raises:
+            InvalidInputError: bad message, token estimate, usage or turn, or the message is too big.
+        """
+        msg: Message = _validate(Message, message, what)
+        _check_int(estimate_field, token_estimate, minimum=0)
+        _check_int("turn", turn, minimum=0, optional=True)
+        usage_json = None if usage is None else _validate(Usage, usage, "usage").model_dump(mode="json")
+        content = self._redact_message(msg.model_dump(mode="json"))
+        _check_size(field, content, MAX_MESSAGE_BYTES, "store large tool output as an artifact and reference it")
+        return msg, content, usage_json
+
+    @staticmethod
+    def _append_transcript_entry(
+        s: Session, run: Any, role: str, content: dict[str, Any], token_estimate: int,
+        usage_json: dict[str, Any] | None, turn: int | None, now: datetime,
+    ) -> int:
+        """Append a checked entry (from `_transcript_entry`) to the transcript chain of `run` (a
+        row from `_lock_run`, locked by this transaction). Returns its sequence number."""
+        seq = run.transcript_count + 1
+        prev = run.transcript_head
+        digest = chain_hash(
+            prev, transcript_payload(run.run_id, seq, role, content, token_estimate, usage_json, turn, now)
+        )
+        s.execute(insert(TranscriptEntryRow.__table__).values(
+            run_id=run.run_id, seq=seq, role=role, content=content, token_estimate=token_estimate,
+            usage=usage_json, turn=turn, created_at=now, prev_hash=prev, hash=digest))
+        StoreCore._move_head(s, run.run_id, "transcript", digest, seq)
+        return seq
 
     def transcript(self, run_id: str, *, after_seq: int = 0, through_seq: int | None = None) -> list[TranscriptRecord]:
         """Transcript entries with `after_seq < seq <= through_seq`, in order."""

@@ -1,6 +1,6 @@
-"""Runs: creating one (its row, state v1, the first state version and the `RunStarted` audit
-event, in one transaction), reading and listing them, and the mutable columns of the `runs` row
-(status and reason, token-estimator calibration).
+"""Runs: creating one (its row, state v1, the first state version, the `RunStarted` audit event
+and the opening message, in one transaction), reading and listing them, and the mutable columns
+of the `runs` row (status and reason, token-estimator calibration).
 
 The run's objective and constraints are redacted before they are stored, in the spec, the state
 and the audit event alike.
@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from longrun.errors import RunNotFoundError, StoreError
-from longrun.models import RunSpec, RunStatus, TaskState, utcnow
+from longrun.models import Message, RunSpec, RunStatus, TaskState, utcnow
 from longrun.models.audit import RunStarted
 from longrun.models.state import MAX_TEXT
 from longrun.store.core import (
@@ -40,23 +40,42 @@ class RunsMixin(ChainedLogsMixin):
     """The `runs` row of each run; creating a run appends to its state and audit chains."""
 
     def create_run(
-        self, run_id: str, spec: RunSpec, *, parent_run_id: str | None = None, actor: str = "operator"
+        self,
+        run_id: str,
+        spec: RunSpec,
+        *,
+        parent_run_id: str | None = None,
+        actor: str = "operator",
+        opening: Message | None = None,
+        opening_token_estimate: int = 0,
     ) -> TaskState:
         """Create a run: its row, head state v1 (objective and constraints from the spec), the
-        first state version and a `RunStarted` audit event, in one transaction.
+        first state version, a `RunStarted` audit event and, when `opening` is given, the opening
+        message as transcript entry 1 (turn 0), in one transaction.
+
+        The opening message is written with the run rather than by a later `append_transcript`
+        because a crash between the two would leave a run that has no opening message, and a
+        caller that treats "the run exists" as "the run was created" would never add it. It is
+        redacted and hash-chained exactly as `append_transcript` does; `opening_token_estimate` is
+        its token estimate (unused without `opening`).
 
         Returns:
             The stored state v1.
 
         Raises:
-            InvalidInputError: bad run id, spec or actor (nothing written).
-            StoreError: a run with this id already exists.
-            RunNotFoundError: `parent_run_id` names no run.
+            InvalidInputError: bad run id, spec, actor, opening message or its token estimate
+                (nothing written).
+            StoreError: a run with this id already exists (nothing written).
+            RunNotFoundError: `parent_run_id` names no run (nothing written).
         """
         _check_run_id("run_id", run_id)
         if parent_run_id is not None:
             _check_run_id("parent_run_id", parent_run_id)
         _check_text("actor", actor, ACTOR_MAX, nonempty=True)
+        first = None if opening is None else self._transcript_entry(
+            opening, opening_token_estimate, None, 0,
+            what="opening message", field="opening", estimate_field="opening_token_estimate",
+        )
         spec = _validate(RunSpec, spec, "run spec")
         spec = spec.model_copy(update={"objective": self.redactor.redact(spec.objective),
                                        "constraints": [self.redactor.redact(c) for c in spec.constraints]})
@@ -91,6 +110,9 @@ class RunsMixin(ChainedLogsMixin):
             run = self._lock_run(s, run_id)
             self._append_state_version(s, run, 1, state_json, actor, "run created", now)
             self._append_audit(s, run, started, actor, now)
+            if first is not None:
+                msg, content, _ = first
+                self._append_transcript_entry(s, run, msg.role, content, opening_token_estimate, None, 0, now)
 
         self._tx("create_run", tx)
         return state
