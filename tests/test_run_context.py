@@ -26,10 +26,10 @@ TEST_ARGV = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-q"]
 OBJECTIVE = "The moving averages reported by the stats helper look wrong. Find the defect and propose a fix."
 
 
-def tiny_spec(ws, **extra) -> RunSpec:
+def tiny_spec(ws, argv: list[str] = TEST_ARGV, **extra) -> RunSpec:
     return RunSpec(
-        objective=OBJECTIVE, constraints=[f"tests: {shlex.join(TEST_ARGV)}"], workspace=str(ws),
-        approvers=["alice"], allowed_commands=[TEST_ARGV], **extra,
+        objective=OBJECTIVE, constraints=[f"tests: {shlex.join(argv)}"], workspace=str(ws),
+        approvers=["alice"], allowed_commands=[argv], **extra,
     )
 
 
@@ -43,19 +43,43 @@ async def drive_to_end(h, run_id: str):
         await h.wait_for(run_id, lambda x: x.pending_approval is None or x.pending_approval.approval_id != s.pending_approval.approval_id)
 
 
-async def test_provider_overflow_ends_in_compaction_and_a_successful_retry(store, temporal_client, fake_anthropic, tmp_path):
+OTHER_PYTHONS = ["x", "ci-12"]
+"""Folders for a symlink to this Python: its path is in the test command (a constraint, the
+allow-list, every run_command call), so it shifts every request by a few tokens, as the clone's
+location did. Whether a run's unshrinkable part (system prompt, tools, summary, task state, the
+open tool cycle) landed between the retry's aim and the provider's limit depended on those few
+tokens: a fresh clone in a random temporary folder failed about one run in three; with these two
+paths the old code failed every time, and 8 of 12 paths tried."""
+
+
+def python_at(tmp_path, folder: str) -> str:
+    link = tmp_path / folder / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(sys.executable)
+    return str(link)
+
+
+@pytest.mark.parametrize("python_folder", [None, *OTHER_PYTHONS], ids=["this-python", *OTHER_PYTHONS])
+async def test_provider_overflow_ends_in_compaction_and_a_successful_retry(
+    store, temporal_client, fake_anthropic, tmp_path, python_folder
+):
+    """A window between the smallest and the largest request of the run: the overflow is
+    answered by compaction and a retry that succeeds, also when what no stage may drop is over
+    the retry's aim (10% below the provider's limit, scaled into our units): the request then goes
+    out at its smallest, under the provider's own limit, instead of the run failing."""
     fake_anthropic.set_policy(scripted_policy())
+    argv = [python_at(tmp_path, python_folder), *TEST_ARGV[1:]] if python_folder else TEST_ARGV
     provider = get_provider("anthropic:claude-sonnet-4-6", api_key=FAKE_API_KEY, base_url=fake_anthropic.url)
     # measure the run's request sizes on the fake's own tokenizer, then give it a window in between
     async with running_worker(temporal_client, store, provider=provider) as h:
-        await drive_to_end(h, await h.start(tiny_spec(copy_sample("tiny", tmp_path / "a"))))
+        await drive_to_end(h, await h.start(tiny_spec(copy_sample("tiny", tmp_path / "a"), argv=argv)))
     sizes = [sum(r.response.get("usage", {}).get(k, 0) for k in ("input_tokens", "cache_read_input_tokens",
              "cache_creation_input_tokens")) for r in fake_anthropic.message_requests if r.status == 200]
     fake_anthropic.window = min(sizes) + (max(sizes) - min(sizes)) * 2 // 3
     fake_anthropic.requests.clear()
 
     async with running_worker(temporal_client, store, provider=provider) as h:
-        run_id = await h.start(tiny_spec(copy_sample("tiny", tmp_path / "b")))
+        run_id = await h.start(tiny_spec(copy_sample("tiny", tmp_path / "b"), argv=argv))
         result = await drive_to_end(h, run_id)
     assert result.status == "completed", result.reason
     statuses = [r.status for r in fake_anthropic.message_requests]

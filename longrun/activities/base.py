@@ -22,6 +22,7 @@ from longrun.redact import Redactor, default_redactor
 from longrun.tools.base import ToolContext
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.context import Calibration, fit_request, render_request
+from longrun.errors import ContextOverflow
 from longrun.models.context import TranscriptItem
 
 CAS_ATTEMPTS = 8
@@ -116,8 +117,10 @@ class ActivityBase:
         except ValueError:
             return Calibration()
 
-    def build_request(self, run_id: str, limit_override: int | None = None):
-        """Render the next request from Postgres and fit it under the hard limit."""
+    def build_request(self, run_id: str, limit_override: int | None = None, limit_hard: int | None = None):
+        """Render the next request from Postgres and fit it under the hard limit (after a provider
+        overflow: under `limit_override`, or, when even the smallest request is over that, under
+        `limit_hard`, the most the provider's own numbers admit)."""
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.model)
         state = self.store.load_state(run_id)
@@ -137,9 +140,17 @@ class ActivityBase:
         limit = spec.context.limit(provider.info.window)
         if limit_override is not None:
             limit = min(limit, limit_override)
-        request, _freed = fit_request(
-            request, limit=limit, calibration=calibration, keep_min_tail_turns=spec.context.min_tail_turns
-        )
+        try:
+            request, _freed = fit_request(
+                request, limit=limit, calibration=calibration, keep_min_tail_turns=spec.context.min_tail_turns
+            )
+        except ContextOverflow:
+            hard = None if limit_hard is None else min(spec.context.limit(provider.info.window), limit_hard)
+            if hard is None or hard <= limit:
+                raise
+            request, _freed = fit_request(
+                request, limit=hard, calibration=calibration, keep_min_tail_turns=spec.context.min_tail_turns
+            )
         return request, calibration, projection, entries, provider
 
     @contextlib.contextmanager

@@ -30,7 +30,7 @@ OVERFLOW_MARGIN = 0.9
 
 
 def retry_ceiling(message: str, sent_tokens: int) -> int | None:
-    """The token ceiling for the retry after a provider overflow, in our (calibrated) units.
+    """The token ceiling the retry after a provider overflow aims at, in our (calibrated) units.
 
     The API says how long the prompt was and what it accepts ("prompt is too long: 210000 tokens
     > 200000 maximum"); scaling what we sent by that ratio corrects for our estimator's error.
@@ -42,6 +42,23 @@ def retry_ceiling(message: str, sent_tokens: int) -> int | None:
         ratio = int(found.group(2)) / int(found.group(1))
         return max(100, int(sent_tokens * ratio * OVERFLOW_MARGIN))
     return max(100, int(sent_tokens * 0.8))
+
+
+def provider_ceiling(message: str, sent_tokens: int) -> int | None:
+    """The most the provider's own numbers admit after an overflow, in our units: what we sent,
+    scaled by its maximum over its count, without `retry_ceiling`'s margin (without the numbers:
+    anything smaller than what we sent).
+
+    The margin is an aim, not a wall: when the part of a request that no stage may drop (system
+    prompt, tools, summary, task state, the open tool cycle) is over the aim but under this, the
+    request goes out at its smallest instead of the run failing. Content the estimator
+    under-counts (paths, digits, hashes: dense for every real tokenizer) is what lands there."""
+    if sent_tokens <= 0:
+        return None
+    found = _TOO_LONG.search(message)
+    if found and int(found.group(1)) > 0:
+        return max(100, int(sent_tokens * int(found.group(2)) / int(found.group(1))))
+    return max(100, sent_tokens - 1)
 
 
 class ModelActivities(ActivityBase):
@@ -60,7 +77,9 @@ class ModelActivities(ActivityBase):
 
         calibrated = 0
         try:
-            request, calibration, projection, _entries, provider = self.build_request(run_id, inp.limit_override)
+            request, calibration, projection, _entries, provider = self.build_request(
+                run_id, inp.limit_override, inp.limit_hard
+            )
             estimated = estimate_request(request)
             calibrated = calibration.apply(estimated)
             with self.heartbeating():
@@ -72,7 +91,8 @@ class ModelActivities(ActivityBase):
             if isinstance(exc, ContextOverflow):
                 # a ceiling for the retry travels back: below what overflowed, by the provider's own ratio
                 raise ApplicationError(
-                    str(exc), retry_ceiling(str(exc), calibrated), type=CONTEXT_OVERFLOW, non_retryable=True
+                    str(exc), retry_ceiling(str(exc), calibrated), provider_ceiling(str(exc), calibrated),
+                    type=CONTEXT_OVERFLOW, non_retryable=True,
                 ) from exc
             raise to_application_error(exc) from exc
 

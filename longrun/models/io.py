@@ -109,6 +109,10 @@ class ModelCallInput(_IO):
     limit_override: int | None = Field(
         default=None, ge=100, description="after a provider overflow: a lower ceiling for this request, in tokens"
     )
+    limit_hard: int | None = Field(
+        default=None, ge=100,
+        description="after a provider overflow: the most its numbers admit, used when even the smallest request is over limit_override",
+    )
 
 
 class ToolCallRef(_IO):

@@ -227,11 +227,14 @@ class AgentRunWorkflow:
         """Call the model; a provider overflow is answered by compaction under a budget below the
         size that overflowed, then a retry with that ceiling (hard enforcement)."""
         ceiling: int | None = None
+        hard: int | None = None
         for attempt in range(MAX_OVERFLOW_RETRIES + 1):
             try:
                 result = await self._act(
                     A.MODEL_CALL,
-                    ModelCallInput(run_id=self.run_id, turn=turn, overflow_retry=attempt, limit_override=ceiling),
+                    ModelCallInput(
+                        run_id=self.run_id, turn=turn, overflow_retry=attempt, limit_override=ceiling, limit_hard=hard
+                    ),
                     ModelCallResult,
                     options=opt.MODEL_CALL,
                 )
@@ -245,6 +248,9 @@ class AgentRunWorkflow:
                 suggested = cause.details[0] if cause.details else None
                 if suggested:
                     ceiling = int(suggested) if ceiling is None else min(ceiling, int(suggested))
+                most = cause.details[1] if len(cause.details) > 1 else None
+                if most:
+                    hard = int(most) if hard is None else min(hard, int(most))
                 await self._compact(turn, "overflow", budget=ceiling)
         if not result.replayed:
             self.cursor.model_calls += 1
