@@ -3,15 +3,17 @@ schema is exactly what `longrun.store.tables` describes, with every constraint n
 
 from __future__ import annotations
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 
+from longrun.errors import AppendOnlyViolation
 from longrun.models import RunSpec
 from longrun.store import Base, Store, current_revision, downgrade, head_revision, make_engine, migrate
 
 TABLES = {"runs", "task_states", "task_state_versions", "transcript_entries", "artifacts", "projections",
-          "audit_events"}
+          "audit_events", "instructions"}
 
 
 def _tables(url: str) -> set[str]:
@@ -40,11 +42,12 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert current_revision(url) is None
 
     migrate(url)
-    assert current_revision(url) == head_revision() == "0002"
+    assert current_revision(url) == head_revision() == "0003"
     assert _tables(url) == TABLES
     triggers = _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname")
-    assert triggers == sorted(f"{t}_{kind}" for t in ("audit_events", "projections", "task_state_versions",
-                                                        "transcript_entries") for kind in ("append_only", "no_truncate"))
+    assert triggers == sorted(f"{t}_{kind}" for t in ("audit_events", "instructions", "projections",
+                                                        "task_state_versions", "transcript_entries")
+                              for kind in ("append_only", "no_truncate"))
 
     downgrade(url)
     assert current_revision(url) is None
@@ -57,12 +60,39 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     with Store.from_url(url) as store:  # and the schema works after the round trip
         store.create_run("again", RunSpec(objective="o", workspace="/tmp"))
         assert store.verify_chain("again").ok
+        assert store.get_instruction("again", store.queue_instruction("again", "go on", as_constraint=False)).text \
+            == "go on"
+
+
+def test_0003_down_and_up_again_keeps_the_runs(empty_db_url: str) -> None:
+    """Downgrading 0003 drops only the instruction inbox; upgrading brings it back, append-only."""
+    url = empty_db_url
+    migrate(url)
+    with Store.from_url(url) as store:
+        store.create_run("kept", RunSpec(objective="o", workspace="/tmp"))
+        assert store.queue_instruction("kept", "first", as_constraint=False) == 1
+
+    downgrade(url, "0002")
+    assert current_revision(url) == "0002"
+    assert _tables(url) == TABLES - {"instructions"}
+    assert not [t for t in _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+                if t.startswith("instructions")]
+
+    migrate(url)
+    assert current_revision(url) == "0003"
+    assert _tables(url) == TABLES
+    with Store.from_url(url) as store:
+        assert store.verify_chain("kept").ok
+        assert store.queue_instruction("kept", "again", as_constraint=True) == 1  # the old row went with the table
+        with pytest.raises(AppendOnlyViolation, match="table instructions is append-only: DELETE refused"):
+            with store.transaction("delete") as session:
+                session.execute(text("DELETE FROM instructions"))
 
 
 def test_migrate_twice_is_a_noop(empty_db_url: str) -> None:
     migrate(empty_db_url)
     migrate(empty_db_url)
-    assert current_revision(empty_db_url) == "0002"
+    assert current_revision(empty_db_url) == "0003"
 
 
 def test_migration_matches_the_orm_metadata(db_url: str) -> None:
@@ -87,4 +117,5 @@ def test_every_constraint_is_named_by_the_convention(db_url: str) -> None:
     doubled = [n for n in names if n.startswith(("ck_ck_", "fk_fk_")) or n.count("_ck_") or len(n) >= 63]
     assert doubled == [], "names must come out exactly as written (op.f), never re-prefixed or truncated"
     assert {"pk_runs", "fk_task_states_run_id_runs", "ck_task_states_version_positive",
-            "fk_runs_parent_run_id_runs", "ck_artifacts_size_matches"} <= set(names)
+            "fk_runs_parent_run_id_runs", "ck_artifacts_size_matches", "pk_instructions",
+            "fk_instructions_run_id_runs", "ck_instructions_id_positive", "ck_instructions_text_nonempty"} <= set(names)

@@ -8,7 +8,14 @@ keeps); `tables` says where chain heads live.
 
 from longrun.store.engine import libpq_url, make_engine, sqlalchemy_url, with_database
 from longrun.store.migrate import alembic_config, current_revision, downgrade, head_revision, migrate
-from longrun.store.records import AuditRecord, ChainVerdict, RunRecord, StateVersionRecord, TranscriptRecord
+from longrun.store.records import (
+    AuditRecord,
+    ChainVerdict,
+    InstructionRecord,
+    RunRecord,
+    StateVersionRecord,
+    TranscriptRecord,
+)
 from longrun.store.repository import (
     InvalidInputError,
     StaleProjectionError,
@@ -23,6 +30,7 @@ __all__ = [
     "Base",
     "CHAINED_TABLES",
     "ChainVerdict",
+    "InstructionRecord",
     "InvalidInputError",
     "RunRecord",
     "StaleProjectionError",

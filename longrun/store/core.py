@@ -54,6 +54,8 @@ MAX_MESSAGE_BYTES = 8_000_000
 MAX_EVENT_BYTES = 1_000_000
 MAX_ARTIFACT_BYTES = 256 * 1024 * 1024
 MAX_CALIBRATION_BYTES = 100_000
+MAX_INSTRUCTION_CHARS = 20_000
+"""Longest instruction a human may queue with `say` (the limit the workflow's `say` input has)."""
 
 
 class InvalidInputError(StoreError, ValueError):

@@ -90,3 +90,16 @@ class ChainVerdict:
         ChainBroken: when the verdict is not ok (the message names the first bad row)."""
         if not self.ok:
             raise ChainBroken(str(self))
+
+
+@dataclass(frozen=True)
+class InstructionRecord:
+    """One instruction a human queued for a run (`say`), as stored: its text already redacted.
+    `instruction_id` numbers a run's instructions 1, 2, ...; it means nothing without `run_id`."""
+
+    run_id: str
+    instruction_id: int
+    text: str
+    as_constraint: bool
+    actor: str
+    created_at: datetime

@@ -1,5 +1,5 @@
-"""`Store`: the one gateway to Postgres for runs, task state, transcript, artifacts, projections
-and the audit log.
+"""`Store`: the one gateway to Postgres for runs, task state, transcript, artifacts, projections,
+the audit log and queued instructions.
 
 `Store` only assembles its parts; each module has one concern and states the rules it keeps:
 
@@ -10,6 +10,7 @@ and the audit log.
 | `state` | the head state and compare-and-set |
 | `logs` | the hash-chained transcript and audit logs |
 | `artifacts` | content-addressed artifacts and compaction projections |
+| `instructions` | the inbox of a human's `say` instructions |
 | `verify` | `verify_chain` |
 
 The names below `Store` are re-exported here because callers import them from this module.
@@ -24,6 +25,7 @@ from longrun.store.core import (
     MAX_CACHED_HEADS,
     MAX_CALIBRATION_BYTES,
     MAX_EVENT_BYTES,
+    MAX_INSTRUCTION_CHARS,
     MAX_MESSAGE_BYTES,
     MAX_STATE_BYTES,
     RETRYABLE_SQLSTATES,
@@ -31,12 +33,13 @@ from longrun.store.core import (
     StaleProjectionError,
     translate_db_error,
 )
+from longrun.store.instructions import InstructionsMixin
 from longrun.store.runs import RunsMixin
 from longrun.store.state import StateMixin
 from longrun.store.verify import VerifyMixin
 
 
-class Store(RunsMixin, StateMixin, ArtifactsMixin, VerifyMixin):
+class Store(RunsMixin, StateMixin, ArtifactsMixin, InstructionsMixin, VerifyMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.
@@ -49,6 +52,7 @@ __all__ = [
     "MAX_CACHED_HEADS",
     "MAX_CALIBRATION_BYTES",
     "MAX_EVENT_BYTES",
+    "MAX_INSTRUCTION_CHARS",
     "MAX_MESSAGE_BYTES",
     "MAX_STATE_BYTES",
     "RETRYABLE_SQLSTATES",

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     CheckConstraint,
     DateTime,
     ForeignKey,
@@ -50,7 +51,7 @@ RUN_ID_MAX = 200
 ACTOR_MAX = 200
 HASH_LEN = 64
 
-APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events")
+APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events", "instructions")
 """Tables whose rows are never updated or deleted (a trigger refuses it)."""
 
 CHAINED_TABLES = ("task_state_versions", "transcript_entries", "audit_events")
@@ -212,6 +213,30 @@ class AuditEventRow(Base):
     )
 
 
+class InstructionRow(Base):
+    """One instruction a human queued for a run with `say` (append-only). The text lives only
+    here: the workflow is told the id, so the text never enters Temporal's history.
+
+    `instruction_id` numbers a run's instructions 1, 2, ... (allocated under the `runs` row lock,
+    as transcript and audit numbers are); the primary key is (run_id, instruction_id), so an id
+    is only ever read together with its run."""
+
+    __tablename__ = "instructions"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    instruction_id: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    as_constraint: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    actor: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "instruction_id"),
+        CheckConstraint("instruction_id >= 1", name="id_positive"),
+        CheckConstraint("text <> ''", name="text_nonempty"),
+    )
+
+
 __all__ = [
     "APPEND_ONLY_SQLSTATE",
     "APPEND_ONLY_TABLES",
@@ -219,6 +244,7 @@ __all__ = [
     "AuditEventRow",
     "Base",
     "CHAINED_TABLES",
+    "InstructionRow",
     "NAMING_CONVENTION",
     "ProjectionRow",
     "RunRow",
