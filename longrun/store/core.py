@@ -258,11 +258,14 @@ class StoreCore:
 
     def _on_driver_connection(self, fn: Callable[[psycopg.Connection], T]) -> T:
         """Check a connection out of the engine's pool, run `fn` on its psycopg connection in
-        autocommit, and give it back in the pool's default mode. The checkout is not pinged (the
-        engine has no pre-ping, see `make_engine`): a connection that died with a server restart
-        fails on its first statement, and that error is handled like any other. psycopg errors are
-        wrapped as SQLAlchemy's `DBAPIError` (as the engine would), and a connection the dialect
-        calls disconnected is invalidated, so the pool does not hand it out again."""
+        autocommit, and give it back in the pool's default mode.
+
+        The checkout is not pinged (the engine has no pre-ping, see `make_engine`): a pooled
+        connection that died with a server restart fails on `fn`'s first statement. psycopg errors
+        are wrapped as SQLAlchemy's `DBAPIError` (as the engine would); a connection the dialect
+        calls disconnected is invalidated here, so the pool does not hand it out again, and the
+        error reaches the caller (`_autocommit` reports it as `StackNotRunning`; the activity is
+        retried by Temporal)."""
         fairy = self.engine.raw_connection()
         conn = fairy.driver_connection
         assert isinstance(conn, psycopg.Connection)
