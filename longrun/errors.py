@@ -5,17 +5,26 @@
     ├── StoreError                  anything the Postgres store refuses
     │   ├── StaleStateError         compare-and-set lost: expected version is not the head
     │   ├── RunNotFoundError        no run with that id
+    │   ├── RunExistsError          a run with that id already exists
+    │   ├── StoreUnavailable        transient: the database restarts, refuses connections, or
+    │   │                           aborts a transaction (40001/40P01) once too often: try again
     │   ├── AppendOnlyViolation     UPDATE/DELETE on an append-only table
     │   └── ChainBroken             a hash chain does not verify
     ├── ProviderError               a model provider failed
     │   ├── ContextOverflow         the request was too long for the model's window
     │   ├── RetryableProviderError  408/409/429/5xx/529: try again (maybe after retry_after)
     │   └── FatalProviderError      other 4xx: retrying cannot help
+    ├── EffectUndecidable           after a crash, nobody can tell whether an effect happened
+    ├── InvalidToolCall             an activity was handed a tool call the transcript does not hold
     ├── ToolError                   a tool refused or failed (returned to the model as an error)
     │   ├── WorkspaceEscape         a path resolves outside the run's workspace
     │   └── CommandNotAllowed       an argv list is not on the run's allow-list
     ├── ApprovalError               an approve/reject update was refused
     └── StackNotRunning             the embedded dev stack (or the configured one) does not answer
+
+Which of these Temporal retries is decided in one place, `longrun.activities.boundary`: the
+transient ones (`StoreUnavailable`, `StackNotRunning`, `RetryableProviderError`) are retried,
+every other `LongrunError` is deterministic and fails its activity at once.
 """
 
 from __future__ import annotations
@@ -54,6 +63,20 @@ class RunNotFoundError(StoreError):
         super().__init__(f"unknown run id {run_id!r}: list runs with `longrun runs` or check the id")
 
 
+class RunExistsError(StoreError):
+    """A run with this id already exists (nothing was written)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id!r} already exists: choose another run id")
+
+
+class StoreUnavailable(StoreError):
+    """A transient database failure (connection lost, server restarting, too many connections,
+    serialization failure or deadlock after the store's own retries): the same call can succeed
+    later, so Temporal retries the activity."""
+
+
 class AppendOnlyViolation(StoreError):
     """Somebody tried to UPDATE or DELETE a row of an append-only table."""
 
@@ -69,7 +92,16 @@ class ProviderError(LongrunError):
 class ContextOverflow(ProviderError):
     """The request did not fit the model's context window (HTTP 400 'prompt is too long' or a
     `model_context_window_exceeded` stop). The context pipeline answers with hard enforcement and
-    a retry."""
+    a retry.
+
+    `aim` and `most` (tokens, in longrun's calibrated units) travel back to the workflow when
+    the model call knows them: where the retry should aim, and the most the provider's own
+    numbers admit (see `longrun.activities.model.retry_ceiling`)."""
+
+    def __init__(self, message: str, *, aim: int | None = None, most: int | None = None) -> None:
+        self.aim = aim
+        self.most = most
+        super().__init__(message)
 
 
 class RetryableProviderError(ProviderError):
@@ -87,6 +119,16 @@ class FatalProviderError(ProviderError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
         super().__init__(message)
+
+
+class EffectUndecidable(LongrunError):
+    """After a crash, an effect's tool cannot tell whether it happened: a human must check
+    (the run asks for one, and the gate refuses new effects meanwhile)."""
+
+
+class InvalidToolCall(LongrunError):
+    """An activity was asked about a tool call (by transcript entry and call id) that the run's
+    transcript does not hold: a bug or a tampered input, never fixed by retrying."""
 
 
 class ToolError(LongrunError):

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
+from longrun.models.gate import CallKind, GateRule, PriorApproval, Verdict
 from longrun.models.state import EffectStatus, NextAction, Step, TaskState
-
-Verdict = Literal["allow", "needs_approval", "deny"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +34,7 @@ class GateFacts:
     expected_version: int
     original_objective: str
     tool_name: str
-    tool_kind: Literal["read", "effect", "state", "delegate", "unknown"]
+    tool_kind: CallKind
     needs_approval: bool
     allowed_next_actions: frozenset[NextAction]
     action_hash: str
@@ -44,18 +42,18 @@ class GateFacts:
     missing_artifacts: tuple[str, ...] = ()
     tool_check_error: str | None = None
     arguments_error: str | None = None
-    expired_approval_for_action: bool = False
+    prior_approval: PriorApproval = "none"
     read_only_run: bool = False
 
 
 @dataclass(frozen=True)
 class GateDecision:
     verdict: Verdict
-    rule: str
+    rule: GateRule
     reason: str
 
 
-def _deny(rule: str, reason: str) -> GateDecision:
+def _deny(rule: GateRule, reason: str) -> GateDecision:
     return GateDecision("deny", rule, reason)
 
 
@@ -63,49 +61,51 @@ def evaluate(f: GateFacts) -> GateDecision:
     """Apply the rules in order; the first that fails decides."""
     s = f.state
     if f.tool_kind == "unknown":
-        return _deny("tool", f.arguments_error or f"unknown tool {f.tool_name!r}")
+        return _deny(GateRule.tool, f.arguments_error or f"unknown tool {f.tool_name!r}")
     if f.arguments_error:
-        return _deny("tool", f.arguments_error)
+        return _deny(GateRule.tool, f.arguments_error)
     if f.read_only_run and f.tool_kind != "read":
-        return _deny("tool", f"a subagent may only read: {f.tool_name} is not a read-only tool")
+        return _deny(GateRule.tool, f"a subagent may only read: {f.tool_name} is not a read-only tool")
     if f.tool_kind == "delegate":
-        return GateDecision("allow", "delegate", "a subagent with read-only tools and its own caps")
+        return GateDecision("allow", GateRule.delegate, "a subagent with read-only tools and its own caps")
     if f.tool_kind != "effect":
         # Read and state tools change nothing outside the run; they still must stay in the
         # workspace (the tool's own check) and state tools go through compare-and-set.
         if f.tool_check_error:
-            return _deny("tool", f.tool_check_error)
-        return GateDecision("allow", "read" if f.tool_kind == "read" else "state", "no external effect")
+            return _deny(GateRule.tool, f.tool_check_error)
+        return GateDecision("allow", GateRule.read if f.tool_kind == "read" else GateRule.state, "no external effect")
 
     if s.state_version != f.expected_version:
-        return _deny("head", f"state moved: expected version {f.expected_version}, head is {s.state_version}")
+        return _deny(GateRule.head, f"state moved: expected version {f.expected_version}, head is {s.state_version}")
     if s.objective != f.original_objective:
-        return _deny("objective", "the objective differs from the one the run started with")
+        return _deny(GateRule.objective, "the objective differs from the one the run started with")
     if not isinstance(s.current_step, Step):
-        return _deny("step", f"unknown current_step {s.current_step!r}")
+        return _deny(GateRule.step, f"unknown current_step {s.current_step!r}")
     if s.next_action not in f.allowed_next_actions:
         allowed = ", ".join(sorted(a.value for a in f.allowed_next_actions))
         return _deny(
-            "approval",
+            GateRule.approval,
             f"{f.tool_name} is not allowed while next_action is {s.next_action.value!r} (allowed under: {allowed}); "
             "call set_next_action first",
         )
     unknown = [e.action_id for e in s.effects if e.status is EffectStatus.unknown]
     if unknown:
-        return _deny("effects", f"unreconciled unknown effect(s): {', '.join(unknown)}; reconcile first")
+        return _deny(GateRule.effects, f"unreconciled unknown effect(s): {', '.join(unknown)}; reconcile first")
     for e in s.effects:
         if e.idempotency_key != e.action_id:
-            return _deny("effects", f"effect {e.action_id} has idempotency key {e.idempotency_key}")
+            return _deny(GateRule.effects, f"effect {e.action_id} has idempotency key {e.idempotency_key}")
         if e.status is EffectStatus.confirmed and not e.external_id:
-            return _deny("effects", f"effect {e.action_id} is confirmed without an external id")
+            return _deny(GateRule.effects, f"effect {e.action_id} is confirmed without an external id")
     if f.missing_artifacts:
-        return _deny("artifacts", f"artifact(s) missing from the store: {', '.join(f.missing_artifacts)}")
+        return _deny(GateRule.artifacts, f"artifact(s) missing from the store: {', '.join(f.missing_artifacts)}")
     if f.tool_check_error:
-        return _deny("evidence", f.tool_check_error)
+        return _deny(GateRule.evidence, f.tool_check_error)
     if f.needs_approval:
         if s.approval_for(f.action_hash, f.now) is not None:
-            return GateDecision("allow", "approval", "covered by an unexpired approval bound to this action")
-        if f.expired_approval_for_action:
-            return _deny("approval", "the approval for this exact action has expired; it is never used")
-        return GateDecision("needs_approval", "approval", f"{f.tool_name} needs a human approval bound to this action")
-    return GateDecision("allow", "effects", "effect allowed: state is current and every effect is settled")
+            return GateDecision("allow", GateRule.approval, "covered by an unexpired approval bound to this action")
+        if f.prior_approval == "expired":
+            return _deny(GateRule.approval_expired, "the approval for this exact action has expired; it is never used")
+        if f.prior_approval == "used":
+            return _deny(GateRule.approval, "the approval for this exact action was already used; an approval is used once")
+        return GateDecision("needs_approval", GateRule.approval, f"{f.tool_name} needs a human approval bound to this action")
+    return GateDecision("allow", GateRule.effects, "effect allowed: state is current and every effect is settled")

@@ -14,6 +14,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from longrun.errors import StackNotRunning
+from longrun.store import head_revision
 from longrun.models import RunSpec
 from longrun.service import devstack
 from longrun.service.settings import Settings
@@ -62,7 +63,7 @@ def test_stack_starts_is_reused_reports_and_stops(home: Path, monkeypatch: pytes
     assert info.started == ["postgres", "temporal"] and info.reused == []
     assert info.temporal_address == f"127.0.0.1:{port}"
     assert info.temporal_ui == f"http://127.0.0.1:{ui_port}"
-    assert info.schema_revision == "0002"
+    assert info.schema_revision == head_revision()
     assert info.database_url.startswith("postgresql://")
     assert _tcp_open(info.temporal_address) and _db_answers(info.database_url)
     assert psutil.Process(info.temporal_pid).is_running()
@@ -87,7 +88,7 @@ def test_stack_starts_is_reused_reports_and_stops(home: Path, monkeypatch: pytes
 
     st = devstack.status(home)
     assert st.ok and st.database_ok and st.temporal_ok
-    assert "schema 0002" in st.database_detail and "Temporal serving" in st.temporal_detail
+    assert f"schema {head_revision()}" in st.database_detail and "Temporal serving" in st.temporal_detail
     as_json = json.loads(st.to_json())
     assert as_json["ok"] is True and as_json["temporal_address"] == info.temporal_address
     assert as_json["temporal_pid"] == info.temporal_pid and as_json["postgres_pid"] == info.postgres_pid
@@ -118,7 +119,7 @@ async def test_external_parts_are_used_not_started(
     assert info.started == [] and info.reused == []
     assert (info.database_embedded, info.temporal_embedded) == (False, False)
     assert (info.database_url, info.temporal_address) == (empty_db_url, address)
-    assert info.schema_revision == "0002"  # the external database was migrated
+    assert info.schema_revision == head_revision()  # the external database was migrated
     assert not (home / "pg").exists() and not (home / "temporal.pid").exists()
 
     st = devstack.status(home)

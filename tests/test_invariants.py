@@ -47,12 +47,16 @@ def test_unexpired_approval_for_this_exact_action_allows():
     assert d.verdict == "allow"
 
 
-@pytest.mark.parametrize("expires, used", [(NOW - timedelta(seconds=1), False), (NOW + timedelta(hours=1), True)])
-def test_expired_or_used_approval_is_never_used(expires, used):
+@pytest.mark.parametrize("expires, used, prior, rule", [
+    (NOW - timedelta(seconds=1), False, "expired", "approval_expired"),
+    (NOW + timedelta(hours=1), True, "used", "approval"),
+])
+def test_expired_or_used_approval_is_never_used(expires, used, prior, rule):
     h = action_hash("apply_patch", ARGS, 5)
     s = state(approvals=[approval(h, expires=expires, used=used)])
-    d = evaluate(facts(s, expired_approval_for_action=True))
-    assert d.verdict == "deny" and d.rule == "approval"
+    d = evaluate(facts(s, prior_approval=prior))
+    assert d.verdict == "deny" and d.rule == rule
+    assert ("expired" if prior == "expired" else "already used") in d.reason
 
 
 def test_approval_for_other_arguments_does_not_cover():

@@ -43,7 +43,7 @@ async def record_history(store, client, tmp_path) -> WorkflowHistory:
     async with running_worker(client, store, provider=PlanProvider(plan=PLAN)) as h:
         run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.say(h.client, run_id, "keep the exclamation marks")
+        await api.say(h.client, h.store, run_id, "keep the exclamation marks")
         await api.approve(h.client, run_id, pending.approval_id, "alice")
         result = await h.result(run_id)
         assert result.status == "completed"

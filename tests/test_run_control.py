@@ -32,7 +32,7 @@ async def test_pause_say_resume_cancel(store, temporal_client, tmp_path):
         still = await h.status(run_id)
         assert still.turn == paused.turn and still.status == "paused", "a paused run takes no turns"
 
-        await api.say(h.client, run_id, CONSTRAINT, constraint=True)
+        await api.say(h.client, h.store, run_id, CONSTRAINT, constraint=True)
         await h.wait_for(run_id, lambda s: CONSTRAINT in store.load_state(run_id).constraints, what="the constraint")
         assert (await h.status(run_id)).status == "paused", "say does not resume a paused run"
 
@@ -46,7 +46,7 @@ async def test_pause_say_resume_cancel(store, temporal_client, tmp_path):
         result = await h.result(run_id)
         assert result.status == "cancelled"
         with pytest.raises(ApprovalError, match="already finished|cancelled"):
-            await api.say(h.client, run_id, "too late")
+            await api.say(h.client, h.store, run_id, "too late")
 
     assert store.get_run(run_id).status == "cancelled"
     kinds = [r.kind for r in store.audit(run_id)]

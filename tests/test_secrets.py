@@ -129,7 +129,7 @@ async def test_no_canary_leaves_unredacted(store, temporal_client, fake_anthropi
     )
     async with running_worker(temporal_client, store, provider=provider) as h:
         run_id = await h.start(spec)
-        await api.say(h.client, run_id, f"FYI the staging db is postgres://admin:{c['say_password']}@stage/db")
+        await api.say(h.client, h.store, run_id, f"FYI the staging db is postgres://admin:{c['say_password']}@stage/db")
         result = await drive_to_end(h, run_id)
     assert result.status == "completed", result.reason
 

@@ -251,7 +251,7 @@ def test_audit_events_round_trip(store: Store) -> None:
     assert events[1].prev_hash == events[0].hash
 
 
-def test_update_head_lands_on_whatever_the_head_is(store, tmp_path):
+def test_reapply_on_head_lands_on_whatever_the_head_is(store, tmp_path):
     """Writers whose change must land whatever moved meanwhile reload and reapply on a lost race."""
     from longrun.models.spec import RunSpec
 
@@ -265,6 +265,6 @@ def test_update_head_lands_on_whatever_the_head_is(store, tmp_path):
             store.compare_and_set("run-uh", head.state_version, head.model_copy(update={"notes": ["theirs"]}), "x", "race")
         return state.model_copy(update={"notes": [*state.notes, "ours"]})
 
-    new = store.update_head("run-uh", add_note, "test", "note")
+    new = store.reapply_on_head("run-uh", add_note, "test", "note")
     assert calls == [1, 2] and new.state_version == 3 and new.notes == ["theirs", "ours"]
     assert store.load_state("run-uh").notes == ["theirs", "ours"]

@@ -1,36 +1,34 @@
 """Thin Temporal activity definitions over the store, the tools, the providers and the context
-pipeline. `AgentActivities(deps).all()` is what a worker registers."""
+pipeline. `AgentActivities(deps).all()` is what a worker registers; `contract.Activities` is what
+the workflow calls; `boundary.ErrorMappingInterceptor` maps every activity's errors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from longrun.activities.base import Deps, action_id_for
+from longrun.activities.boundary import ErrorMappingInterceptor, ErrorType, to_application_error
 from longrun.activities.children import ChildActivities
-from longrun.activities.model import ModelActivities
-from longrun.activities.run import RunActivities
-from longrun.activities.tools import ToolActivities
+from longrun.activities.contract import Activities, declarations
+from longrun.activities.fused import FusedActivities
 
 
-class AgentActivities(ModelActivities, ToolActivities, RunActivities, ChildActivities):
-    """Every activity of the run workflow, sharing one set of dependencies."""
+class AgentActivities(FusedActivities, ChildActivities, Activities):
+    """Every activity of the run workflow, sharing one set of dependencies. `Activities` comes
+    last: its declarations are what the implementations before it override (and mypy checks)."""
 
-    def all(self) -> list:
-        return [
-            self.load_run,
-            self.record_event,
-            self.grant_approval,
-            self.commit_turn,
-            self.steer,
-            self.ask_human,
-            self.finish_run,
-            self.model_call,
-            self.compact,
-            self.gate,
-            self.record_intent,
-            self.run_tool,
-            self.reconcile,
-            self.create_child,
-            self.collect_child,
-        ]
+    def all(self) -> list[Callable[..., Any]]:
+        """The bound implementation of every declared activity, in declaration order."""
+        return [getattr(self, fn.__name__) for fn in declarations().values()]
 
 
-__all__ = ["AgentActivities", "Deps", "action_id_for"]
+__all__ = [
+    "Activities",
+    "AgentActivities",
+    "Deps",
+    "ErrorMappingInterceptor",
+    "ErrorType",
+    "action_id_for",
+    "to_application_error",
+]

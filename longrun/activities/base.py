@@ -1,31 +1,49 @@
 """Shared plumbing of the activities: dependencies, cached run specs, tool-call lookup,
-heartbeats and retried state updates."""
+heartbeats, and the two ways an activity writes the task state.
+
+Every state write is a compare-and-set; what differs is which version it is set on:
+- `write_at(run_id, version, ...)`: on the version the writer's decision rests on (an effect's
+  intent on the version the gate checked; a state tool on the same). A moved head raises
+  `StaleStateError` and nothing is written: the caller re-decides on the new head.
+- `reapply_on_head(...)`: on whatever the head is, re-applied after a lost race. Only for
+  changes that do not depend on what the state said (a human's approval or instruction, the
+  workflow asking a human, the ledger counting an attempt or settling an effect).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from longrun.models.blocks import ToolUseBlock
-from longrun.models.io import StateBrief, ToolCallRef
-from longrun.models.spec import RunSpec
-from longrun.models.state import TaskState
-from longrun.redact import Redactor, default_redactor
-from longrun.tools.base import ToolContext
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.context import Calibration, fit_request, render_request
-from longrun.errors import ContextOverflow
-from longrun.models.context import TranscriptItem
+from longrun.errors import ContextOverflow, InvalidToolCall
+from longrun.models.blocks import ToolUseBlock
+from longrun.models.context import Projection, TranscriptItem
+from longrun.models.io import StateBrief, ToolCallRef
+from longrun.models.provider import ModelRequest
+from longrun.models.spec import RunSpec
+from longrun.models.state import TaskState
+from longrun.providers.base import Provider
+from longrun.redact import Redactor, default_redactor
+from longrun.store import Store, TranscriptRecord
+from longrun.tools.base import ToolContext
+from longrun.tools.registry import ToolRegistry
 
 CAS_ATTEMPTS = 8
+MAX_CACHED_SPECS = 1_000
+"""Run specs a worker keeps in memory (a spec never changes, so the cache is only bounded, never
+invalidated): enough for every run a worker serves at once, small enough for a worker that
+lives for months."""
 
 
 def brief(state: TaskState) -> StateBrief:
@@ -46,9 +64,9 @@ def parse_action_id(action_id: str) -> tuple[int, int]:
 class Deps:
     """What the activities need. `provider_for(model)` returns a provider (see longrun.providers)."""
 
-    store: Any
-    registry: Any
-    provider_for: Callable[[str], Any]
+    store: Store
+    registry: ToolRegistry
+    provider_for: Callable[[str], Provider]
     redactor: Redactor | None = None
     heartbeat_every: float = 2.0
 
@@ -59,16 +77,31 @@ class ActivityBase:
         self.store = deps.store
         self.registry = deps.registry
         self.redactor = deps.redactor or default_redactor()
-        self._specs: dict[str, RunSpec] = {}
+        self._specs: OrderedDict[str, RunSpec] = OrderedDict()
+        self._specs_lock = threading.Lock()
 
     def spec(self, run_id: str) -> RunSpec:
-        spec = self._specs.get(run_id)
-        if spec is None:
-            spec = self.store.load_spec(run_id)
-            self._specs[run_id] = spec
+        """The run's spec, from memory when this worker has read it recently (least recently
+        used ones are forgotten past `MAX_CACHED_SPECS`)."""
+        with self._specs_lock:
+            spec = self._specs.get(run_id)
+            if spec is not None:
+                self._specs.move_to_end(run_id)
+                return spec
+        spec = self.store.load_spec(run_id)
+        self.remember_spec(run_id, spec)
         return spec
 
-    def tool_context(self, run_id: str, action_id: str = "", now: Any = None, before: str | None = None) -> ToolContext:
+    def remember_spec(self, run_id: str, spec: RunSpec) -> None:
+        with self._specs_lock:
+            self._specs[run_id] = spec
+            self._specs.move_to_end(run_id)
+            while len(self._specs) > MAX_CACHED_SPECS:
+                self._specs.popitem(last=False)
+
+    def tool_context(
+        self, run_id: str, action_id: str = "", now: datetime | None = None, before: str | None = None
+    ) -> ToolContext:
         spec = self.spec(run_id)
         return ToolContext(
             run_id=run_id,
@@ -85,11 +118,11 @@ class ActivityBase:
         """The tool name and arguments of a call, read back from the transcript."""
         entries = self.store.transcript(run_id, after_seq=call.seq - 1, through_seq=call.seq)
         if not entries:
-            raise ApplicationError(f"transcript entry {call.seq} of run {run_id} is missing", non_retryable=True)
+            raise InvalidToolCall(f"transcript entry {call.seq} of run {run_id} is missing")
         for block in entries[0].message.content:
             if isinstance(block, ToolUseBlock) and block.id == call.call_id:
                 return block.name, dict(block.input)
-        raise ApplicationError(f"tool call {call.call_id} not found in entry {call.seq}", non_retryable=True)
+        raise InvalidToolCall(f"tool call {call.call_id} not found in entry {call.seq} of run {run_id}")
 
     def tool_call_for_action(self, run_id: str, action_id: str) -> tuple[str, dict[str, Any]] | None:
         """Find the tool_use an effect's action id points at (turn and call index)."""
@@ -101,13 +134,23 @@ class ActivityBase:
                     return uses[index].name, dict(uses[index].input)
         return None
 
-    def update_head(
+    def write_at(
+        self, run_id: str, version: int, mutate: Callable[[TaskState], TaskState], actor: str, reason: str
+    ) -> TaskState:
+        """Compare-and-set on `version`, the one the caller's decision rests on.
+
+        Raises:
+            StaleStateError: the head moved past `version`; nothing was written."""
+        return self.store.update_state(run_id, version, mutate, actor, reason)
+
+    def reapply_on_head(
         self, run_id: str, mutate: Callable[[TaskState], TaskState], actor: str, reason: str
     ) -> TaskState:
-        """Compare-and-set on the current head, reloading on a lost race (see `Store.update_head`)."""
-        return self.store.update_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS)
+        """Compare-and-set on the current head, re-applied on a lost race (see
+        `Store.reapply_on_head`: only for changes that do not depend on what the state said)."""
+        return self.store.reapply_on_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS)
 
-    def items(self, entries: list) -> list[TranscriptItem]:
+    def items(self, entries: list[TranscriptRecord]) -> list[TranscriptItem]:
         return [TranscriptItem(seq=e.seq, message=e.message) for e in entries]
 
     def calibration(self, run_id: str) -> Calibration:
@@ -117,7 +160,9 @@ class ActivityBase:
         except ValueError:
             return Calibration()
 
-    def build_request(self, run_id: str, limit_override: int | None = None, limit_hard: int | None = None):
+    def build_request(
+        self, run_id: str, limit_override: int | None = None, limit_hard: int | None = None
+    ) -> tuple[ModelRequest, Calibration, Projection | None, list[TranscriptRecord], Provider]:
         """Render the next request from Postgres and fit it under the hard limit (after a provider
         overflow: under `limit_override`, or, when even the smallest request is over that, under
         `limit_hard`, the most the provider's own numbers admit)."""

@@ -7,13 +7,11 @@ context grows by the child's FINDINGS / UNCERTAIN answer only.
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from longrun.activities.base import ActivityBase
-from longrun.activities.names import COLLECT_CHILD, CREATE_CHILD
+from longrun.activities.contract import Activities, implements
 from longrun.context.opening import opening_message
 from longrun.context.tokens import estimate_message
-from longrun.errors import RunNotFoundError
+from longrun.errors import RunExistsError, RunNotFoundError
 from longrun.models.audit import ToolRan
 from longrun.models.io import ChildCollected, ChildCreated, ChildInput, CollectChildInput, ToolResultRef
 from longrun.models.provider import Usage
@@ -26,9 +24,10 @@ def child_run_id(parent_run_id: str, turn: int, index: int) -> str:
 
 
 class ChildActivities(ActivityBase):
-    @activity.defn(name=CREATE_CHILD)
+    @implements(Activities.create_child)
     def create_child(self, inp: ChildInput) -> ChildCreated:
-        """Create the child run from the parent's `task` call. Idempotent (a retry finds it)."""
+        """Create the child run from the parent's `task` call, with its opening message in the
+        same transaction. Idempotent: a retry finds the run (and so its opening message)."""
         child_id = child_run_id(inp.run_id, inp.turn, inp.call.index)
         try:
             self.store.get_run(child_id)
@@ -53,12 +52,17 @@ class ChildActivities(ActivityBase):
             command_timeout_seconds=parent.command_timeout_seconds,
             continue_as_new_every=parent.continue_as_new_every,
         )
-        self.store.create_run(child_id, spec, parent_run_id=inp.run_id, actor=f"run:{inp.run_id}")
         message = opening_message(spec)
-        self.store.append_transcript(child_id, message, token_estimate=estimate_message(message), turn=0)
+        try:
+            self.store.create_run(
+                child_id, spec, parent_run_id=inp.run_id, actor=f"run:{inp.run_id}",
+                opening=message, opening_token_estimate=estimate_message(message),
+            )
+        except RunExistsError:
+            pass  # another attempt of this call created it meanwhile, opening message included
         return ChildCreated(child_run_id=child_id)
 
-    @activity.defn(name=COLLECT_CHILD)
+    @implements(Activities.collect_child)
     def collect_child(self, inp: CollectChildInput) -> ChildCollected:
         """The child's answer as the parent's tool result, and the tokens it spent."""
         record = self.store.get_run(inp.child_run_id)

@@ -5,24 +5,18 @@ from __future__ import annotations
 import re
 import time
 
-from temporalio import activity
-
 from longrun.activities.base import ActivityBase
-from temporalio.exceptions import ApplicationError
-
-from longrun.activities.errors import CONTEXT_OVERFLOW, to_application_error
-from longrun.activities.names import COMPACT, MODEL_CALL
+from longrun.activities.contract import Activities, implements
 from longrun.activities.prompts import SYSTEM_PROMPT
-from longrun.context import Calibration, compact, estimate_message, estimate_request, fit_request, render_request
-from longrun.context.summarize import ExtractiveSummarizer
+from longrun.context import compact, estimate_message, estimate_request
+from longrun.context.summary import ExtractiveSummarizer, Summarizer
 from longrun.errors import ContextOverflow, ProviderError, StaleStateError
 from longrun.models.audit import CompactionDone, ErrorRecorded, ModelCalled
 from longrun.models.blocks import Message, TextBlock
-from longrun.models.context import TranscriptItem
+from longrun.models.context import CompactionReport
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import Usage
-
-
+from longrun.store import TranscriptRecord
 
 _TOO_LONG = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
 OVERFLOW_MARGIN = 0.9
@@ -64,7 +58,7 @@ def provider_ceiling(message: str, sent_tokens: int) -> int | None:
 class ModelActivities(ActivityBase):
     """The model call and the compaction hook."""
 
-    @activity.defn(name=MODEL_CALL)
+    @implements(Activities.model_call)
     def model_call(self, inp: ModelCallInput) -> ModelCallResult:
         """Render the request from Postgres, call the provider, append the assistant message.
 
@@ -89,12 +83,11 @@ class ModelActivities(ActivityBase):
         except ProviderError as exc:
             self.store.append_audit(run_id, ErrorRecorded(where="model_call", message=self.redactor.redact(str(exc))))
             if isinstance(exc, ContextOverflow):
-                # a ceiling for the retry travels back: below what overflowed, by the provider's own ratio
-                raise ApplicationError(
-                    str(exc), retry_ceiling(str(exc), calibrated), provider_ceiling(str(exc), calibrated),
-                    type=CONTEXT_OVERFLOW, non_retryable=True,
+                # ceilings for the retry travel back: below what overflowed, by the provider's own ratio
+                raise ContextOverflow(
+                    str(exc), aim=retry_ceiling(str(exc), calibrated), most=provider_ceiling(str(exc), calibrated)
                 ) from exc
-            raise to_application_error(exc) from exc
+            raise
 
         self.store.set_calibration(run_id, calibration.update(estimated, response.usage.total_input).model_dump())
         content = list(response.content) or [TextBlock(text="(the model returned no content)")]
@@ -119,7 +112,7 @@ class ModelActivities(ActivityBase):
         return self._result(entry, replayed=False, estimated=estimated, calibrated=calibrated)
 
     @staticmethod
-    def _result(entry, *, replayed: bool, estimated: int, calibrated: int) -> ModelCallResult:
+    def _result(entry: TranscriptRecord, *, replayed: bool, estimated: int, calibrated: int) -> ModelCallResult:
         uses = entry.message.tool_uses()
         return ModelCallResult(
             assistant_seq=entry.seq,
@@ -131,14 +124,14 @@ class ModelActivities(ActivityBase):
             replayed=replayed,
         )
 
-    def summarizer_for(self, model: str):
+    def summarizer_for(self, model: str) -> Summarizer:
         if model == "scripted":
             return ExtractiveSummarizer()
         from longrun.providers import ModelSummarizer
 
         return ModelSummarizer(self.deps.provider_for(model))
 
-    @activity.defn(name=COMPACT)
+    @implements(Activities.compact)
     def compact(self, inp: CompactInput) -> CompactResult:
         """Compaction, after the turn's state commit. Discarded as stale if the head moved."""
         run_id = inp.run_id
@@ -177,9 +170,7 @@ class ModelActivities(ActivityBase):
         self.store.append_audit(run_id, CompactionDone(projection_version=version, report=report))
         return CompactResult(outcome=report.outcome, projection_version=version, report=report)
 
-    def _stale(self, run_id: str, inp: CompactInput, started: float, report) -> CompactResult:
-        from longrun.models.context import CompactionReport
-
+    def _stale(self, run_id: str, inp: CompactInput, started: float, report: CompactionReport | None) -> CompactResult:
         report = (report or CompactionReport(trigger=inp.trigger, base_state_version=inp.base_state_version)).model_copy(
             update={"outcome": "stale", "duration_ms": (time.perf_counter() - started) * 1000}
         )

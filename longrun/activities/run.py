@@ -3,18 +3,10 @@ asking a human, finishing."""
 
 from __future__ import annotations
 
-from temporalio import activity
+from typing import Any
 
 from longrun.activities.base import ActivityBase, brief
-from longrun.activities.names import (
-    ASK_HUMAN,
-    COMMIT_TURN,
-    FINISH_RUN,
-    GRANT_APPROVAL,
-    LOAD_RUN,
-    RECORD_EVENT,
-    STEER,
-)
+from longrun.activities.contract import Activities, implements
 from longrun.context import estimate_message, estimate_request, should_compact
 from longrun.errors import ContextOverflow
 from longrun.models.audit import ApprovalGranted, RunFinished, Steered
@@ -33,6 +25,7 @@ from longrun.models.io import (
     SteerResult,
 )
 from longrun.models.state import Approval, NextAction, TaskState
+from longrun.store import InvalidInputError
 
 MAX_RESULT_CHARS_IN_TRANSCRIPT = 400_000
 """A tool result longer than this is cut in the transcript (head and tail kept); the whole text
@@ -51,11 +44,11 @@ def _clip(text: str, sha: str | None) -> str:
 
 
 class RunActivities(ActivityBase):
-    @activity.defn(name=LOAD_RUN)
+    @implements(Activities.load_run)
     def load_run(self, inp: RunRef) -> LoadRunResult:
         record = self.store.get_run(inp.run_id)
         spec = record.spec
-        self._specs[inp.run_id] = spec
+        self.remember_spec(inp.run_id, spec)
         return LoadRunResult(
             approvers=list(spec.approvers),
             caps=spec.caps,
@@ -67,13 +60,16 @@ class RunActivities(ActivityBase):
             status=record.status,
         )
 
-    @activity.defn(name=RECORD_EVENT)
+    @implements(Activities.record_event)
     def record_event(self, inp: RecordEventInput) -> None:
         self.store.append_audit(inp.run_id, inp.event, actor=inp.actor)
 
-    @activity.defn(name=GRANT_APPROVAL)
+    @implements(Activities.grant_approval)
     def grant_approval(self, inp: GrantInput) -> StateBrief:
-        """Write a human's approval into TaskState (compare-and-set) and audit it. Idempotent."""
+        """Write a human's approval into TaskState and audit it. Idempotent.
+
+        Re-applied on the head: the approval is bound to its action hash (tool, arguments and the
+        version the action was proposed at), not to the version it happens to be written on."""
 
         def mutate(state: TaskState) -> TaskState:
             if any(a.id == inp.approval_id for a in state.approvals):
@@ -91,7 +87,7 @@ class RunActivities(ActivityBase):
         head = self.store.load_state(inp.run_id)
         if any(a.id == inp.approval_id for a in head.approvals):
             return brief(head)
-        new = self.update_head(inp.run_id, mutate, f"human:{inp.approver}", f"approval {inp.approval_id}")
+        new = self.reapply_on_head(inp.run_id, mutate, f"human:{inp.approver}", f"approval {inp.approval_id}")
         self.store.append_audit(
             inp.run_id,
             ApprovalGranted(
@@ -101,7 +97,7 @@ class RunActivities(ActivityBase):
         )
         return brief(new)
 
-    @activity.defn(name=COMMIT_TURN)
+    @implements(Activities.commit_turn)
     def commit_turn(self, inp: CommitTurnInput) -> CommitTurnResult:
         """Append the turn's tool results as one user message (full text by artifact reference),
         then decide whether the compaction hook fires. Idempotent per turn."""
@@ -149,17 +145,24 @@ class RunActivities(ActivityBase):
         )
         return CommitTurnResult(transcript_seq=seq, state=brief(state), request_tokens_calibrated=calibrated, compaction_trigger=trigger)
 
-    @activity.defn(name=STEER)
+    @implements(Activities.steer)
     def steer(self, inp: SteerInput) -> SteerResult:
         """A new user instruction: appended to the transcript; a constraint is also kept verbatim
-        in TaskState.constraints; a run waiting for a human goes back to inspecting."""
+        in TaskState.constraints; a run waiting for a human goes back to inspecting. The text is
+        read from the run's instruction inbox by id (the workflow never holds it); re-applied on
+        the head (a human's word does not depend on the version it lands on)."""
         run_id = inp.run_id
-        text = inp.text
+        if inp.instruction_id is not None:
+            text = self.store.get_instruction(run_id, inp.instruction_id).text
+        elif inp.text is not None:
+            text = inp.text  # a history recorded before instructions were stored first
+        else:
+            raise InvalidInputError("an instruction needs an instruction_id")
         message = Message.user_text(("New constraint from the user: " if inp.constraint else "") + text)
         seq = self.store.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=inp.turn)
 
         def mutate(state: TaskState) -> TaskState:
-            update: dict = {}
+            update: dict[str, Any] = {}
             if inp.constraint and text not in state.constraints:
                 update["constraints"] = [*state.constraints, text]
             if state.next_action is NextAction.ask_human:
@@ -169,22 +172,22 @@ class RunActivities(ActivityBase):
         head = self.store.load_state(run_id)
         state = head
         if mutate(head) != head:
-            state = self.update_head(run_id, mutate, "human", "instruction via say")
+            state = self.reapply_on_head(run_id, mutate, "human", "instruction via say")
         self.store.append_audit(
             run_id, Steered(text=self.redactor.redact(text), as_constraint=inp.constraint, transcript_seq=seq), actor="human"
         )
         return SteerResult(transcript_seq=seq, state=brief(state))
 
-    @activity.defn(name=ASK_HUMAN)
+    @implements(Activities.ask_human)
     def ask_human(self, inp: AskHumanInput) -> StateBrief:
         def mutate(state: TaskState) -> TaskState:
             return state.model_copy(
                 update={"next_action": NextAction.ask_human, "notes": [*state.notes, f"waiting for a human: {inp.reason}"]}
             )
 
-        return brief(self.update_head(inp.run_id, mutate, "workflow", f"ask_human: {inp.reason}"))
+        return brief(self.reapply_on_head(inp.run_id, mutate, "workflow", f"ask_human: {inp.reason}"))
 
-    @activity.defn(name=FINISH_RUN)
+    @implements(Activities.finish_run)
     def finish_run(self, inp: FinishInput) -> None:
         record = self.store.get_run(inp.run_id)
         if record.status == inp.status:

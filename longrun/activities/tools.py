@@ -1,17 +1,25 @@
 """Tool activities: the invariant gate, the effects ledger (intent, settle, reconcile) and the
-tool run itself."""
+tool run itself.
+
+Which version each write lands on: an effect's intent and a state tool's change on the version
+the gate checked (a moved head sends the call back through the gate); the ledger's attempts and
+settles on whatever the head is (they record what happened at the target, which no state
+version changes)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any, Literal
+
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from longrun.activities.base import ActivityBase, action_id_for, brief
-from longrun.activities.names import GATE, RECONCILE, RECORD_INTENT, RUN_TOOL
-from longrun.errors import ToolError
+from longrun.activities.contract import Activities, implements
+from longrun.errors import EffectUndecidable, InvalidToolCall, StaleStateError, ToolError
 from longrun.invariants import GateFacts, evaluate
 from longrun.models.audit import EffectIntent, EffectSettled, GateVerdict, ToolRan
 from longrun.models.canonical import action_hash
+from longrun.models.gate import CallKind, PriorApproval
 from longrun.models.io import (
     GateInput,
     GateResult,
@@ -24,18 +32,31 @@ from longrun.models.io import (
     ToolResultRef,
 )
 from longrun.models.state import Effect, EffectStatus, NextAction, TaskState
+from longrun.tools.base import Tool, ToolContext
 
 PREVIEW_CHARS = 300
-UNDECIDABLE = "EffectUndecidable"
 
 
-def _preview(arguments: dict) -> dict:
+def _preview(arguments: dict[str, Any]) -> dict[str, str]:
     """Short argument values for status and audit; the full arguments stay in the transcript."""
-    out = {}
+    out: dict[str, str] = {}
     for key, value in arguments.items():
         text = value if isinstance(value, str) else repr(value)
         out[key] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"... ({len(text)} chars)"
     return out
+
+
+def _prior_approval(state: TaskState, ahash: str, now: datetime) -> PriorApproval:
+    """What the state holds for this exact action besides a usable approval."""
+    bound = [a for a in state.approvals if a.action_hash == ahash]
+    if not bound or state.approval_for(ahash, now) is not None:
+        return "none"
+    return "used" if any(a.used for a in bound) else "expired"
+
+
+def _count_attempt(state: TaskState, action_id: str, attempt: int) -> TaskState:
+    effects = [e.model_copy(update={"attempts": attempt}) if e.action_id == action_id else e for e in state.effects]
+    return state.model_copy(update={"effects": effects})
 
 
 def _settle(state: TaskState, action_id: str, status: EffectStatus, external_id: str | None, detail: str) -> TaskState:
@@ -49,7 +70,7 @@ def _settle(state: TaskState, action_id: str, status: EffectStatus, external_id:
 
 
 class ToolActivities(ActivityBase):
-    @activity.defn(name=GATE)
+    @implements(Activities.gate)
     def gate(self, inp: GateInput) -> GateResult:
         """Check the invariants over the persisted state; audit the verdict."""
         run_id = inp.run_id
@@ -59,7 +80,10 @@ class ToolActivities(ActivityBase):
         action_id = action_id_for(run_id, inp.turn, inp.call.index)
         proposed = inp.proposed_version or state.state_version
         ahash = action_hash(name, arguments, proposed)
-        kind, needs_approval, allowed, args_error, check_error = "unknown", False, frozenset(NextAction), None, None
+        kind: CallKind = "unknown"
+        needs_approval, allowed = False, frozenset(NextAction)
+        args_error: str | None = None
+        check_error: str | None = None
         try:
             tool = self.registry.get(name)
             kind, needs_approval, allowed = tool.kind, tool.needs_approval, tool.allowed_next_actions
@@ -67,12 +91,8 @@ class ToolActivities(ActivityBase):
             if tool.check is not None:
                 check_error = tool.check(arguments, self.tool_context(run_id, action_id, inp.now))
         except ToolError as exc:
-            if kind == "unknown":
-                args_error = str(exc)
-            else:
-                args_error = args_error or str(exc)
+            args_error = str(exc)
         missing = tuple(r.sha256 for r in state.artifact_refs if not self.store.has_artifact(r.sha256))
-        expired = any(a.action_hash == ahash for a in state.approvals) and state.approval_for(ahash, inp.now) is None
         decision = evaluate(
             GateFacts(
                 state=state,
@@ -87,7 +107,7 @@ class ToolActivities(ActivityBase):
                 missing_artifacts=missing,
                 tool_check_error=check_error,
                 arguments_error=args_error,
-                expired_approval_for_action=expired,
+                prior_approval=_prior_approval(state, ahash, inp.now),
                 read_only_run=spec.read_only,
             )
         )
@@ -117,47 +137,57 @@ class ToolActivities(ActivityBase):
             state_version=state.state_version,
         )
 
-    @activity.defn(name=RECORD_INTENT)
+    @implements(Activities.record_intent)
     def record_intent(self, inp: IntentInput) -> IntentResult:
-        """Write the effect's intent (status unknown) before the call; count attempts; use up
-        the approval that covers it, in the same compare-and-set."""
-        attempt = 1
+        """Write the effect's intent (status unknown) before the call, and use up the approval
+        that covers it, in one compare-and-set on the version the gate checked.
+
+        A head that moved past that version writes nothing: the result says `stale` and the call
+        goes back through the gate, on the new state. An intent an earlier attempt of this same
+        call already wrote (the worker died before answering) is found and its attempt counted."""
         name, arguments = self.tool_call(inp.run_id, inp.call)
         tool = self.registry.get(name)
+        head = self.store.load_state(inp.run_id)
+        existing = head.effect(inp.action_id)
+        if existing is not None:
+            attempt = existing.attempts + 1
+            new = self.reapply_on_head(
+                inp.run_id, lambda s: _count_attempt(s, inp.action_id, attempt), "ledger", f"attempt {attempt} of {inp.action_id}"
+            )
+            self.store.append_audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=attempt))
+            return IntentResult(state_version=new.state_version, attempt=attempt, state=brief(new))
+        if head.state_version != inp.expected_version:
+            return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
         before = None
         if tool.fingerprint is not None:
             before = tool.fingerprint(arguments, self.tool_context(inp.run_id, inp.action_id))
 
         def mutate(state: TaskState) -> TaskState:
-            nonlocal attempt
-            existing = state.effect(inp.action_id)
-            effects = list(state.effects)
-            if existing is None:
-                effects.append(
-                    Effect(
-                        action_id=inp.action_id, tool=inp.tool, status=EffectStatus.unknown,
-                        idempotency_key=inp.action_id, before=before,
-                    )
-                )
-            else:
-                attempt = existing.attempts + 1
-                effects = [e.model_copy(update={"attempts": attempt}) if e.action_id == inp.action_id else e for e in effects]
+            effect = Effect(
+                action_id=inp.action_id, tool=inp.tool, status=EffectStatus.unknown,
+                idempotency_key=inp.action_id, before=before,
+            )
             approvals = state.approvals
             if inp.uses_approval:
                 approvals = [
                     a.model_copy(update={"used": True}) if a.action_hash == inp.action_hash and not a.used else a
                     for a in approvals
                 ]
-            return state.model_copy(update={"effects": effects, "approvals": approvals})
+            return state.model_copy(update={"effects": [*state.effects, effect], "approvals": approvals})
 
-        new = self.update_head(inp.run_id, mutate, "ledger", f"intent {inp.action_id}")
-        self.store.append_audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=attempt))
-        return IntentResult(state_version=new.state_version, attempt=attempt)
+        try:
+            new = self.write_at(inp.run_id, inp.expected_version, mutate, "ledger", f"intent {inp.action_id}")
+        except StaleStateError:
+            head = self.store.load_state(inp.run_id)
+            return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
+        self.store.append_audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=1))
+        return IntentResult(state_version=new.state_version, attempt=1, state=brief(new))
 
-    @activity.defn(name=RUN_TOOL)
+    @implements(Activities.run_tool)
     def run_tool(self, inp: RunToolInput) -> RunToolResult:
         """Run one tool call. Effects: reconcile an unknown intent first (a retry after a crash
-        must not apply it twice), then run, then settle confirmed/none."""
+        must not apply it twice), then run, then settle confirmed/none. State tools write on the
+        version the gate checked; a moved head runs nothing (`stale`: back through the gate)."""
         run_id = inp.run_id
         name, arguments = self.tool_call(run_id, inp.call)
         tool = self.registry.get(name)
@@ -165,13 +195,12 @@ class ToolActivities(ActivityBase):
         ctx = self.tool_context(run_id, inp.action_id, inp.now)
         effect_status = None
         if tool.kind == "state":
-            try:
-                new = self.update_head(
-                    run_id, lambda s: tool.apply_state(s, arguments, inp.now), "model", f"{name} (turn {inp.turn})"
-                )
-                text, is_error = f"ok: {name} applied; state_version is now {new.state_version}", False
-            except ToolError as exc:
-                text, is_error = f"error: {exc}", True
+            applied = self._run_state_tool(run_id, tool, arguments, inp)
+            if applied is None:
+                head = self.store.load_state(run_id)
+                stale = ToolResultRef(call_id=inp.call.call_id, tool=name, is_error=True, error_text="stale")
+                return RunToolResult(result=stale, state=brief(head), outcome="stale")
+            text, is_error = applied
         elif tool.kind == "read":
             text, is_error = self._run(tool, arguments, ctx)
         else:
@@ -180,7 +209,25 @@ class ToolActivities(ActivityBase):
         state = self.store.load_state(run_id)
         return RunToolResult(result=ref, state=brief(state), effect_status=effect_status)
 
-    def _run(self, tool, arguments, ctx) -> tuple[str, bool]:
+    def _run_state_tool(
+        self, run_id: str, tool: Tool, arguments: dict[str, Any], inp: RunToolInput
+    ) -> tuple[str, bool] | None:
+        """(text, is_error), or None when the head moved past the version the gate checked."""
+        apply_state = tool.apply_state
+        assert apply_state is not None
+        try:
+            new = self.write_at(
+                run_id, inp.expected_version, lambda s: apply_state(s, arguments, inp.now), "model",
+                f"{tool.name} (turn {inp.turn})",
+            )
+        except StaleStateError:
+            return None
+        except ToolError as exc:
+            return f"error: {exc}", True
+        return f"ok: {tool.name} applied; state_version is now {new.state_version}", False
+
+    def _run(self, tool: Tool, arguments: dict[str, Any], ctx: ToolContext) -> tuple[str, bool]:
+        assert tool.run is not None
         try:
             with self.heartbeating():
                 outcome = tool.run(arguments, ctx)
@@ -188,13 +235,14 @@ class ToolActivities(ActivityBase):
         except ToolError as exc:
             return f"error: {exc}", True
 
-    def _run_effect(self, run_id, tool, arguments, ctx, inp: RunToolInput):
+    def _run_effect(
+        self, run_id: str, tool: Tool, arguments: dict[str, Any], ctx: ToolContext, inp: RunToolInput
+    ) -> tuple[str, bool, str]:
+        assert tool.run is not None
         state = self.store.load_state(run_id)
         effect = state.effect(inp.action_id)
         if effect is None:
-            raise ApplicationError(
-                f"no intent recorded for {inp.action_id}: effects run only after their intent", non_retryable=True
-            )
+            raise InvalidToolCall(f"no intent recorded for {inp.action_id}: effects run only after their intent")
         if effect.status is not EffectStatus.unknown:
             return (
                 f"already {effect.status.value} (external id {effect.external_id}); not run again",
@@ -204,13 +252,8 @@ class ToolActivities(ActivityBase):
         retry = activity.in_activity() and activity.info().attempt > 1
         if retry:
             attempts = effect.attempts + 1
-            self.update_head(
-                run_id,
-                lambda s: s.model_copy(
-                    update={"effects": [e.model_copy(update={"attempts": attempts}) if e.action_id == inp.action_id else e for e in s.effects]}
-                ),
-                "ledger",
-                f"attempt {attempts} of {inp.action_id}",
+            self.reapply_on_head(
+                run_id, lambda s: _count_attempt(s, inp.action_id, attempts), "ledger", f"attempt {attempts} of {inp.action_id}"
             )
             self.store.append_audit(run_id, EffectIntent(action_id=inp.action_id, tool=tool.name, attempt=attempts))
         if (retry or effect.attempts > 1) and tool.reconcile is not None:
@@ -219,9 +262,7 @@ class ToolActivities(ActivityBase):
                 self._settle(run_id, inp.action_id, tool.name, EffectStatus.confirmed, verdict.external_id, "reconciled: " + verdict.detail, "reconciled")
                 return f"already applied (reconciled, external id {verdict.external_id})", False, "confirmed"
             if verdict.status == "undecidable":
-                raise ApplicationError(
-                    f"cannot tell whether {inp.action_id} happened: {verdict.detail}", type=UNDECIDABLE, non_retryable=True
-                )
+                raise EffectUndecidable(f"cannot tell whether {inp.action_id} happened: {verdict.detail}")
         try:
             with self.heartbeating():
                 outcome = tool.run(arguments, ctx)
@@ -234,7 +275,7 @@ class ToolActivities(ActivityBase):
         return outcome.text, outcome.is_error, status.value
 
     def _settle(self, run_id, action_id, tool_name, status, external_id, detail, how) -> None:
-        self.update_head(
+        self.reapply_on_head(
             run_id, lambda s: _settle(s, action_id, status, external_id, detail), "ledger", f"settle {action_id}: {status.value}"
         )
         self.store.append_audit(
@@ -245,7 +286,7 @@ class ToolActivities(ActivityBase):
             ),
         )
 
-    def _store_result(self, run_id, inp: RunToolInput, name: str, text: str, is_error: bool) -> ToolResultRef:
+    def _store_result(self, run_id: str, inp: RunToolInput, name: str, text: str, is_error: bool) -> ToolResultRef:
         text = self.redactor.redact(text)
         sha = self.store.put_artifact(text.encode("utf-8"))
         first = text.splitlines()[0][:200] if text else ""
@@ -255,7 +296,7 @@ class ToolActivities(ActivityBase):
         )
         return ToolResultRef(call_id=inp.call.call_id, tool=name, is_error=is_error, artifact_sha256=sha)
 
-    @activity.defn(name=RECONCILE)
+    @implements(Activities.reconcile)
     def reconcile(self, inp: RunRef) -> ReconcileResult:
         """Resolve every `unknown` effect through its tool's reconcile function. What cannot be
         decided stays unknown and the run asks a human (the gate denies new effects meanwhile)."""

@@ -95,6 +95,16 @@ class ApprovalRefused(_Event):
     reason: str
 
 
+class ApprovalFailed(_Event):
+    """An approval whose grant could not be written (nothing was granted; the request stays
+    answerable)."""
+
+    kind: Literal["approval_failed"] = "approval_failed"
+    approval_id: str
+    approver: str
+    reason: str
+
+
 class EffectIntent(_Event):
     kind: Literal["effect_intent"] = "effect_intent"
     action_id: str
@@ -164,6 +174,7 @@ AuditEvent = Annotated[
         ApprovalRejected,
         ApprovalExpired,
         ApprovalRefused,
+        ApprovalFailed,
         EffectIntent,
         EffectSettled,
         ToolRan,

@@ -13,11 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from longrun.models.audit import AuditEvent
 from longrun.models.context import CompactionReport, Trigger
+from longrun.models.gate import CallKind, GateRule, Verdict
 from longrun.models.provider import Usage
 from longrun.models.run import PendingApproval
 from longrun.models.spec import RunCaps
 
-Verdict = Literal["allow", "needs_approval", "deny"]
+FinalStatus = Literal["completed", "failed", "cancelled"]
 
 
 class _IO(BaseModel):
@@ -44,7 +45,9 @@ class RunCursor(_IO):
     last_compaction_turn: int | None = None
     last_compaction: CompactionReport | None = None
     paused: bool = False
-    pending_says: list["SayInput"] = Field(default_factory=list)
+    pending_says: list["SayInput"] = Field(
+        default_factory=list, description="instructions queued for the next turn boundary, by id"
+    )
     generation: int = 0
 
 
@@ -55,7 +58,7 @@ class AgentRunInput(_IO):
 
 class AgentRunResult(_IO):
     run_id: str
-    status: Literal["completed", "failed", "cancelled"]
+    status: FinalStatus
     reason: str
     state_version: int
     turns: int
@@ -63,8 +66,13 @@ class AgentRunResult(_IO):
 
 
 class SayInput(_IO):
-    text: str = Field(min_length=1, max_length=20_000)
+    """A human instruction, by reference: the client stores its text in Postgres first
+    (`Store.queue_instruction`) and the update carries only the id, so the text never enters
+    workflow history. `text` is read only from histories recorded before that change."""
+
+    instruction_id: int | None = Field(default=None, ge=1)
     constraint: bool = False
+    text: str | None = Field(default=None, min_length=1, max_length=20_000)
 
 
 class ApproveInput(_IO):
@@ -147,14 +155,14 @@ class GateInput(_IO):
 
 class GateResult(_IO):
     verdict: Verdict
-    rule: str
+    rule: GateRule
     reason: str
     action_id: str
     action_hash: str
     tool: str
-    kind: Literal["read", "effect", "state", "delegate", "unknown"]
+    kind: CallKind
     arguments_preview: dict[str, Any] = Field(default_factory=dict)
-    state_version: int
+    state_version: int = Field(description="the head version the gate checked the call against")
 
 
 class RecordEventInput(_IO):
@@ -178,14 +186,22 @@ class IntentInput(_IO):
     call: ToolCallRef
     action_id: str
     tool: str
-    expected_version: int
+    expected_version: int = Field(
+        description="the version the gate checked: the intent is written on it or not at all (compare-and-set)"
+    )
     action_hash: str
     uses_approval: bool
 
 
 class IntentResult(_IO):
+    """`written`: the intent is in the state at `state_version` (also when an earlier attempt of
+    this call wrote it). `stale`: the head moved past the version the gate checked; nothing was
+    written and the call goes back through the gate, on the head `state` names."""
+
     state_version: int
     attempt: int
+    outcome: Literal["written", "stale"] = "written"
+    state: "StateBrief | None" = None
 
 
 class RunToolInput(_IO):
@@ -193,7 +209,9 @@ class RunToolInput(_IO):
     turn: int
     call: ToolCallRef
     action_id: str
-    expected_version: int
+    expected_version: int = Field(
+        description="the version a state tool writes on (the one the gate checked, or the intent's for an effect)"
+    )
     now: datetime
 
 
@@ -208,9 +226,13 @@ class ToolResultRef(_IO):
 
 
 class RunToolResult(_IO):
+    """`stale`: a state tool found the head past `expected_version`; nothing ran and the call goes
+    back through the gate."""
+
     result: ToolResultRef
     state: StateBrief
     effect_status: Literal["none", "confirmed", "unknown"] | None = None
+    outcome: Literal["ran", "stale"] = "ran"
 
 
 class ChildInput(_IO):
@@ -271,10 +293,14 @@ class CompactResult(_IO):
 
 
 class SteerInput(_IO):
+    """An instruction to apply at a turn boundary: by id (`instruction_id`, read from Postgres);
+    `text` only in histories recorded before instructions were stored first."""
+
     run_id: str
-    text: str
     constraint: bool
     turn: int
+    instruction_id: int | None = Field(default=None, ge=1)
+    text: str | None = None
 
 
 class SteerResult(_IO):
@@ -289,7 +315,7 @@ class AskHumanInput(_IO):
 
 class FinishInput(_IO):
     run_id: str
-    status: Literal["completed", "failed", "cancelled"]
+    status: FinalStatus
     reason: str
 
 
@@ -310,4 +336,57 @@ class StatusQueryResult(_IO):
     children: list[str] = Field(default_factory=list)
 
 
+class ToolStepInput(_IO):
+    """One tool call in one round trip: gate, and when the gate allows it without a human, the
+    effect's intent and the run."""
+
+    run_id: str
+    turn: int
+    call: ToolCallRef
+    expected_version: int = Field(description="the head version the workflow holds")
+    now: datetime
+
+
+class ToolStepResult(_IO):
+    """`ran` is set when the call ran; otherwise `gate` says why not (a denial, or an approval
+    the workflow must wait for)."""
+
+    gate: GateResult
+    ran: RunToolResult | None = None
+
+
+class TurnInput(_IO):
+    """The model's turn in one round trip: the previous turn's results committed first (and
+    compaction decided), the ledger reconciled, then the model call."""
+
+    run_id: str
+    turn: int
+    commit: CommitTurnInput | None = Field(default=None, description="the previous turn's results, not yet committed")
+    operator_compact: bool = False
+    overflow_retry: int = 0
+    limit_override: int | None = Field(default=None, ge=100)
+    limit_hard: int | None = Field(default=None, ge=100)
+
+
+class TurnResult(_IO):
+    """`called`: the model answered (`model`). `compact`: the commit says compaction fires first
+    (the model was not called). `undecidable`: an effect nobody can decide; the run asks a human."""
+
+    outcome: Literal["called", "compact", "undecidable"]
+    state: StateBrief
+    commit: CommitTurnResult | None = None
+    trigger: Trigger | None = None
+    undecidable: list[str] = Field(default_factory=list)
+    model: ModelCallResult | None = None
+
+
+class ApprovalDecision(_IO):
+    """A human's answer to the pending approval, as the workflow holds it until the wait ends."""
+
+    verdict: Literal["approved", "rejected"]
+    approver: str
+    reason: str = ""
+
+
 RunCursor.model_rebuild()
+IntentResult.model_rebuild()

@@ -73,9 +73,8 @@ async def start_run(
     if not workspace.is_dir():
         raise ConfigError(f"workspace {spec.workspace} does not exist or is not a directory; pass an existing folder")
     run_id = run_id or new_run_id()
-    store.create_run(run_id, spec)
     message = opening_message(spec)
-    store.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=0)
+    store.create_run(run_id, spec, opening=message, opening_token_estimate=estimate_message(message))
     await client.start_workflow(
         AgentRunWorkflow.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue
     )
@@ -152,8 +151,15 @@ async def reject(
     return await _decide(client, store, run_id, approval_id, approver, "reject", inp)
 
 
-async def say(client: Client, run_id: str, text: str, constraint: bool = False) -> str:
-    return await _update(client, run_id, "say", SayInput(text=text, constraint=constraint))
+async def say(client: Client, store: Store, run_id: str, text: str, constraint: bool = False) -> str:
+    """Give the run an instruction (a constraint when `constraint`): the text is stored in
+    Postgres first and the workflow is sent only its id, so the text never enters Temporal's
+    history. A run that refuses it (finished) keeps the stored text unused."""
+    status = store.get_run(run_id).status
+    if RunStatus(status).finished:
+        raise ApprovalError(f"run {run_id} has already finished; nothing to change")
+    instruction_id = store.queue_instruction(run_id, text, as_constraint=constraint)
+    return await _update(client, run_id, "say", SayInput(instruction_id=instruction_id, constraint=constraint))
 
 
 async def control(client: Client, run_id: str, action: str) -> str:

@@ -18,8 +18,8 @@ from typing import Any, Callable
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from longrun.activities import AgentActivities, Deps
-from longrun.providers import get_provider
+from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
+from longrun.providers import Provider, get_provider
 from longrun.service.settings import Settings
 from longrun.store import Store
 from longrun.tools import ToolRegistry, default_registry
@@ -33,9 +33,9 @@ class ProviderCache:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Provider] = {}
 
-    def __call__(self, model: str) -> Any:
+    def __call__(self, model: str) -> Provider:
         if model not in self._cache:
             self._cache[model] = get_provider(
                 model, api_key=self.settings.anthropic_api_key, base_url=self.settings.anthropic_base_url
@@ -49,7 +49,7 @@ def build_worker(
     *,
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
-    provider_for: Callable[[str], Any] | None = None,
+    provider_for: Callable[[str], Provider] | None = None,
     task_queue: str | None = None,
     heartbeat_every: float = 2.0,
 ) -> Worker:
@@ -68,6 +68,7 @@ def build_worker(
         activities=activities.all(),
         activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="longrun-activity"),
         max_concurrent_activities=ACTIVITY_THREADS,
+        interceptors=[ErrorMappingInterceptor()],
     )
 
 

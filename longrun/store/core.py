@@ -31,6 +31,7 @@ from longrun.errors import (
     StackNotRunning,
     StaleStateError,
     StoreError,
+    StoreUnavailable,
 )
 from longrun.models import canonical_json
 from longrun.redact import Redactor, default_redactor
@@ -149,6 +150,12 @@ def _db_message(exc: DBAPIError) -> str:
     return f"{primary} ({hint})" if hint else primary
 
 
+TRANSIENT_SQLSTATE_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+"""SQLSTATE classes that say "not now" rather than "never": connection exceptions, transaction
+rollback (serialization failure, deadlock), insufficient resources (too many connections, disk
+full), operator intervention (the server shutting down or restarting) and system errors."""
+
+
 def translate_db_error(exc: DBAPIError, what: str) -> Exception:
     """Map a database error to the longrun hierarchy (the store's boundary)."""
     code = _sqlstate(exc)
@@ -160,6 +167,8 @@ def translate_db_error(exc: DBAPIError, what: str) -> Exception:
             f"PostgreSQL does not answer ({message}); start it with `longrun dev up` "
             "or point LONGRUN_DATABASE_URL at a running server"
         )
+    if code is not None and code[:2] in TRANSIENT_SQLSTATE_CLASSES:
+        return StoreUnavailable(f"{what} failed for now: {message} (SQLSTATE {code}); it is retried")
     if code == "42P01":
         return StoreError(f"{what} failed: {message}; the database is not migrated: run `longrun dev up` or migrate()")
     return StoreError(f"{what} failed: {message} (SQLSTATE {code})")

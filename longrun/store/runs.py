@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from longrun.errors import RunNotFoundError, StoreError
+from longrun.errors import RunExistsError, RunNotFoundError, StoreError
 from longrun.models import Message, RunSpec, RunStatus, TaskState, utcnow
 from longrun.models.audit import RunStarted
 from longrun.models.state import MAX_TEXT
@@ -65,7 +65,7 @@ class RunsMixin(ChainedLogsMixin):
         Raises:
             InvalidInputError: bad run id, spec, actor, opening message or its token estimate
                 (nothing written).
-            StoreError: a run with this id already exists (nothing written).
+            RunExistsError: a run with this id already exists (nothing written).
             RunNotFoundError: `parent_run_id` names no run (nothing written).
         """
         _check_run_id("run_id", run_id)
@@ -95,7 +95,7 @@ class RunsMixin(ChainedLogsMixin):
 
         def tx(s: Session) -> None:
             if s.get(RunRow, run_id) is not None:
-                raise StoreError(f"run {run_id!r} already exists: choose another run id")
+                raise RunExistsError(run_id)
             if parent_run_id is not None:
                 self._require_run(s, parent_run_id)
             s.add(RunRow(run_id=run_id, spec=spec_json, model=spec.model, status=RunStatus.running.value,
@@ -105,7 +105,7 @@ class RunsMixin(ChainedLogsMixin):
                 s.flush()
             except IntegrityError as exc:
                 if _sqlstate(exc) == "23505":
-                    raise StoreError(f"run {run_id!r} already exists: choose another run id") from exc
+                    raise RunExistsError(run_id) from exc
                 raise
             run = self._lock_run(s, run_id)
             self._append_state_version(s, run, 1, state_json, actor, "run created", now)

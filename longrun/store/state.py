@@ -206,7 +206,7 @@ class StateMixin(StoreCore):
         result = mutate(draft)
         return self._cas(run_id, expected_version, draft if result is None else result, actor, reason)
 
-    def update_head(
+    def reapply_on_head(
         self,
         run_id: str,
         mutate: Callable[[TaskState], TaskState | None],
@@ -216,9 +216,15 @@ class StateMixin(StoreCore):
         attempts: int = 8,
     ) -> TaskState:
         """Apply `mutate` to whatever the head is, compare-and-set, and on a lost race reload and
-        apply it again (up to `attempts` times). For writers whose change must land on top of
-        whatever moved meanwhile (a human's approval, the effects ledger), not for writers whose
-        change depends on a version they saw (they use `compare_and_set` / `update_state`).
+        apply it again (up to `attempts` times).
+
+        Only for writers whose change must land on top of whatever moved meanwhile, because it
+        does not depend on what the state said: a human's approval or instruction, the workflow
+        asking for a human, and the effects ledger counting an attempt or settling an effect
+        (what happened at the target is a fact, whatever the state says now). Writers whose change
+        depends on a version they saw (an effect's intent on the version the gate checked, the
+        model's state tools) use `update_state` / `compare_and_set`, and a moved head is their
+        answer, not something to write over.
 
         Raises:
             StaleStateError: every attempt lost its race.

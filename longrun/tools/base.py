@@ -19,7 +19,7 @@ from typing import Any, Callable, Literal, Protocol
 from longrun.models.provider import ToolSpec
 from longrun.models.state import NextAction, TaskState
 
-ToolKind = Literal["read", "effect", "state", "delegate"]
+from longrun.models.gate import ToolKind
 
 
 class ArtifactReader(Protocol):

@@ -1,15 +1,26 @@
 """Timeouts and retry policies of every activity call, in one place.
 
 Transient failures (a database restart, a worker killed mid-call, a 429) are retried by Temporal
-with backoff; deterministic failures are raised non-retryable by the activities themselves.
+with backoff; deterministic failures are made non-retryable by the activity boundary
+(`longrun.activities.boundary`), so they fail at the first attempt whatever the policy says.
 Heartbeat timeouts are short so that an activity on a killed worker is retried within seconds.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TypedDict
 
 from temporalio.common import RetryPolicy
+
+
+class ActivityOptions(TypedDict, total=False):
+    """The keyword arguments of `workflow.execute_activity_method` that longrun sets."""
+
+    start_to_close_timeout: timedelta
+    heartbeat_timeout: timedelta
+    retry_policy: RetryPolicy
+
 
 STORE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
@@ -18,11 +29,24 @@ STORE_RETRY = RetryPolicy(
     maximum_attempts=20,
 )
 
-DEFAULT = dict(start_to_close_timeout=timedelta(seconds=15), retry_policy=STORE_RETRY)
+DEFAULT = ActivityOptions(start_to_close_timeout=timedelta(seconds=15), retry_policy=STORE_RETRY)
 """Store activities take milliseconds; 15 s bounds how long an attempt lost with a killed worker
 waits before it is retried (`make faults` measured the tail at 60 s with a 60 s timeout)."""
 
-MODEL_CALL = dict(
+GRANT = ActivityOptions(
+    start_to_close_timeout=timedelta(seconds=15),
+    retry_policy=RetryPolicy(
+        initial_interval=timedelta(milliseconds=500),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=4),
+        maximum_attempts=5,
+    ),
+)
+"""Writing a human's approval: a person waits for the answer at their terminal, so a database
+that does not answer fails the approval within about 10 s (it stays answerable and is audited
+as failed) instead of holding the person for minutes."""
+
+MODEL_CALL = ActivityOptions(
     start_to_close_timeout=timedelta(minutes=10),
     heartbeat_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(
@@ -33,13 +57,13 @@ MODEL_CALL = dict(
     ),
 )
 
-RUN_TOOL = dict(
+RUN_TOOL = ActivityOptions(
     start_to_close_timeout=timedelta(minutes=15),
     heartbeat_timeout=timedelta(seconds=10),
     retry_policy=STORE_RETRY,
 )
 
-COMPACT = dict(
+COMPACT = ActivityOptions(
     start_to_close_timeout=timedelta(minutes=5),
     heartbeat_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=3),

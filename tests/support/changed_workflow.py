@@ -1,13 +1,14 @@
-"""A deliberately changed AgentRunWorkflow (same name, turns without the reconcile activity), for
-the Replayer test: replaying real histories with it must fail as non-deterministic."""
+"""A deliberately changed AgentRunWorkflow (same name, approval requests no longer audited), for
+the Replayer test: replaying real histories with it must fail as non-deterministic. Every
+recorded history asks for an approval, in the fused shape and in the stepwise one alike."""
 
 from __future__ import annotations
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from longrun.activities import names as A
-    from longrun.models.io import AgentRunInput, AgentRunResult, ReconcileResult
+    from longrun.models.audit import ApprovalRequested, AuditEvent
+    from longrun.models.io import AgentRunInput, AgentRunResult
     from longrun.workflows.agent_run import WORKFLOW_NAME, AgentRunWorkflow
 
 
@@ -17,7 +18,7 @@ class ChangedAgentRunWorkflow(AgentRunWorkflow):
     async def run(self, inp: AgentRunInput) -> AgentRunResult:
         return await super().run(inp)
 
-    async def _act(self, name, arg, result_type=None, *, options=None):
-        if name == A.RECONCILE:  # the change: the reconcile step is gone
-            return ReconcileResult(checked=0, confirmed=0, none=0, undecidable=[], state=self.state)
-        return await super()._act(name, arg, result_type, options=options)
+    async def _record(self, event: AuditEvent) -> None:
+        if isinstance(event, ApprovalRequested):  # the change: the request is not audited
+            return
+        await super()._record(event)

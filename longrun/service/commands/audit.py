@@ -15,6 +15,7 @@ from typing import Any
 from longrun.models.audit import (
     ApprovalExpired,
     ApprovalGranted,
+    ApprovalFailed,
     ApprovalRefused,
     ApprovalRejected,
     ApprovalRequested,
@@ -127,6 +128,8 @@ def describe_event(rec: AuditRecord) -> str:
         return f"{e.approval_id} expired unanswered"
     if isinstance(e, ApprovalRefused):
         return f"{e.approval_id} from {e.approver}: {e.reason}"
+    if isinstance(e, ApprovalFailed):
+        return f"{e.approval_id} by {e.approver} not recorded (still open): {e.reason}"
     if isinstance(e, EffectIntent):
         return f"{e.action_id} {e.tool} attempt {e.attempt}"
     if isinstance(e, EffectSettled):

@@ -147,7 +147,7 @@ async def cmd_say(args: argparse.Namespace) -> int:
         assert client is not None
         await _live(client, store, args.run, "say")
         try:
-            message = await api.say(client, args.run, args.text, constraint=args.constraint)
+            message = await api.say(client, store, args.run, args.text, constraint=args.constraint)
         except ApprovalError as exc:
             raise CliError(f"say refused: {exc}") from exc
     if args.json:

@@ -17,6 +17,7 @@ from temporalio.client import Client
 
 from longrun.models.audit import (
     ApprovalExpired,
+    ApprovalFailed,
     ApprovalGranted,
     ApprovalRefused,
     ApprovalRejected,
@@ -151,6 +152,9 @@ class Watcher:
             self._out("approval_rejected", f"           rejected {e.approval_id} by {e.approver}: {e.reason}", e)
         elif isinstance(e, ApprovalRefused):
             self._out("approval_refused", f"           refused an answer to {e.approval_id} from {e.approver}: {e.reason}", e)
+        elif isinstance(e, ApprovalFailed):
+            self._out("approval_failed", f"           the approval of {e.approval_id} by {e.approver} was not recorded "
+                      f"({e.reason}); it is still open: approve again", e)
         elif isinstance(e, ApprovalExpired):
             self._out("approval_expired", f"           approval {e.approval_id} expired unanswered; the run waits for "
                       f"a human: `longrun say {self.run_id} \"...\"`", e)

@@ -1,0 +1,195 @@
+"""The activity boundary of the run workflow: every activity, its stable name, its typed input
+and its typed result, in one place.
+
+The workflow calls activities through these declarations by reference
+(`workflow.execute_activity_method(Activities.gate, GateInput(...))`), so a call names no string
+and its result type comes from the signature. The implementations (`ModelActivities`,
+`ToolActivities`, `RunActivities`, `ChildActivities`) mark each method `@implements(...)` with its
+declaration here: that gives it the same stable name (recorded histories replay against these
+names, so they never change) and checks at import that its signature is the declared one.
+`AgentActivities` inherits this class last, so mypy also checks every implementation against
+its declaration. This module imports only temporalio and `longrun.models`, so it is cheap to pass
+through the workflow sandbox.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from temporalio import activity
+
+from longrun.activities import names
+from longrun.models.io import (
+    ChildCollected,
+    ChildCreated,
+    ChildInput,
+    CollectChildInput,
+    CommitTurnInput,
+    CommitTurnResult,
+    CompactInput,
+    CompactResult,
+    FinishInput,
+    GateInput,
+    GateResult,
+    GrantInput,
+    IntentInput,
+    IntentResult,
+    LoadRunResult,
+    ModelCallInput,
+    ModelCallResult,
+    AskHumanInput,
+    RecordEventInput,
+    ReconcileResult,
+    RunRef,
+    RunToolInput,
+    RunToolResult,
+    StateBrief,
+    SteerInput,
+    SteerResult,
+    ToolStepInput,
+    ToolStepResult,
+    TurnInput,
+    TurnResult,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+_NAME = "__longrun_activity_name__"
+
+
+def declare(name: str) -> Callable[[F], F]:
+    """An activity declaration: the stable `name`, remembered for `implements`."""
+
+    def mark(fn: F) -> F:
+        setattr(fn, _NAME, name)
+        return activity.defn(name=name)(fn)
+
+    return mark
+
+
+def _declared() -> Any:
+    raise NotImplementedError("a declaration of the activity boundary; the worker registers the implementation")
+
+
+class Activities:
+    """Declarations only: each method is one activity (name in `longrun.activities.names`)."""
+
+    @declare(names.LOAD_RUN)
+    def load_run(self, inp: RunRef) -> LoadRunResult:
+        """The run's spec fields the workflow needs, and its head state."""
+        return _declared()
+
+    @declare(names.RECONCILE)
+    def reconcile(self, inp: RunRef) -> ReconcileResult:
+        """Settle every `unknown` effect through its tool, or name those nobody can decide."""
+        return _declared()
+
+    @declare(names.TURN)
+    def turn(self, inp: TurnInput) -> TurnResult:
+        """Commit the previous turn's results, reconcile the ledger, call the model: one round
+        trip for what `commit_turn`, `reconcile` and `model_call` do one by one."""
+        return _declared()
+
+    @declare(names.TOOL_STEP)
+    def tool_step(self, inp: ToolStepInput) -> ToolStepResult:
+        """Gate one call; when it is allowed without a human, write its intent and run it."""
+        return _declared()
+
+    @declare(names.MODEL_CALL)
+    def model_call(self, inp: ModelCallInput) -> ModelCallResult:
+        """Render the request from Postgres, call the provider, append the assistant message."""
+        return _declared()
+
+    @declare(names.GATE)
+    def gate(self, inp: GateInput) -> GateResult:
+        """The invariant gate over the persisted state; the verdict is audited."""
+        return _declared()
+
+    @declare(names.RECORD_EVENT)
+    def record_event(self, inp: RecordEventInput) -> None:
+        """Append one audit event."""
+        return _declared()
+
+    @declare(names.GRANT_APPROVAL)
+    def grant_approval(self, inp: GrantInput) -> StateBrief:
+        """A human's approval into the task state (re-applied on the head) and the audit."""
+        return _declared()
+
+    @declare(names.RECORD_INTENT)
+    def record_intent(self, inp: IntentInput) -> IntentResult:
+        """An effect's intent, written on the version the gate checked or not at all."""
+        return _declared()
+
+    @declare(names.RUN_TOOL)
+    def run_tool(self, inp: RunToolInput) -> RunToolResult:
+        """Run one tool call (an effect after its intent; a state tool on its version)."""
+        return _declared()
+
+    @declare(names.COMMIT_TURN)
+    def commit_turn(self, inp: CommitTurnInput) -> CommitTurnResult:
+        """Append the turn's tool results; decide whether compaction fires."""
+        return _declared()
+
+    @declare(names.COMPACT)
+    def compact(self, inp: CompactInput) -> CompactResult:
+        """The next projection, after the turn's commit; discarded when the head moved."""
+        return _declared()
+
+    @declare(names.STEER)
+    def steer(self, inp: SteerInput) -> SteerResult:
+        """Apply a human's instruction at a turn boundary (re-applied on the head)."""
+        return _declared()
+
+    @declare(names.ASK_HUMAN)
+    def ask_human(self, inp: AskHumanInput) -> StateBrief:
+        """Set `next_action = ask_human` with the reason (re-applied on the head)."""
+        return _declared()
+
+    @declare(names.FINISH_RUN)
+    def finish_run(self, inp: FinishInput) -> None:
+        """Record the run's final status in `runs` and the audit."""
+        return _declared()
+
+    @declare(names.CREATE_CHILD)
+    def create_child(self, inp: ChildInput) -> ChildCreated:
+        """Create a subagent's run (and its opening message, in one transaction)."""
+        return _declared()
+
+    @declare(names.COLLECT_CHILD)
+    def collect_child(self, inp: CollectChildInput) -> ChildCollected:
+        """A finished subagent's answer as the parent's tool result, and its tokens."""
+        return _declared()
+
+
+def declarations() -> dict[str, Callable[..., Any]]:
+    """Activity name -> its declaration on `Activities`."""
+    return {getattr(v, _NAME): v for v in vars(Activities).values() if hasattr(v, _NAME)}
+
+
+def implements(declaration: Callable[..., Any]) -> Callable[[F], F]:
+    """Mark a method as the implementation of `declaration`: same activity name, same signature.
+
+    Raises:
+        TypeError: at import, when the parameter or result types differ from the declaration's.
+    """
+    name: str = getattr(declaration, _NAME)
+    wanted = _signature(declaration)
+
+    def mark(fn: F) -> F:
+        got = _signature(fn)
+        if got != wanted:
+            raise TypeError(f"{fn.__qualname__} implements activity {name!r} as {got}, but it is declared as {wanted}")
+        setattr(fn, _NAME, name)
+        return activity.defn(name=name)(fn)
+
+    return mark
+
+
+def _signature(fn: Callable[..., Any]) -> tuple[Any, ...]:
+    hints = typing.get_type_hints(fn)
+    params = [hints.get(p) for p in fn.__code__.co_varnames[1 : fn.__code__.co_argcount]]
+    return (*params, hints.get("return"))
+
+
+__all__ = ["Activities", "declarations", "declare", "implements"]

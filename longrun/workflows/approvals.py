@@ -1,0 +1,165 @@
+"""The pending approval: asking for it, waiting for it, and the validated `approve` / `reject`
+updates that answer it.
+
+A request is answerable until one answer is recorded: a grant whose activity fails (the database
+does not answer, say) leaves it answerable, audits the failure, and tells the approver to try
+again. Every wait here also ends on `cancel`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from longrun.activities.contract import Activities
+    from longrun.models.audit import ApprovalExpired, ApprovalFailed, ApprovalRejected, ApprovalRequested
+    from longrun.models.io import ApprovalDecision, ApproveInput, GateResult, GrantInput, RejectInput
+    from longrun.models.run import PendingApproval, RunStatus
+    from longrun.workflows import options as opt
+    from longrun.workflows.base import RunBase
+
+GRANT_FAILURE_PATCH = "grant-failure-leaves-request-open"
+"""A failed grant resets the request and audits the failure; cancel escapes a deciding wait
+(histories recorded before this replay the old behaviour)."""
+
+
+class ApprovalsMixin(RunBase):
+    async def _wait_for_approval(self, gate: GateResult) -> str | None:
+        """Wait for approve/reject, the request's expiry, a new constraint or cancellation.
+        Returns None when approved, else the error text the model gets."""
+        ttl = self.spec.approval_ttl_seconds if self.spec else 1800
+        now = workflow.now()
+        self.pending = PendingApproval(
+            approval_id="apr-" + gate.action_hash[:16],
+            tool=gate.tool,
+            arguments=gate.arguments_preview,
+            action_hash=gate.action_hash,
+            state_version=gate.state_version,
+            requested_at=now,
+            expires_at=now + timedelta(seconds=ttl),
+        )
+        self.decision, self.voided, self.deciding = None, "", False
+        await self._record(
+            ApprovalRequested(
+                approval_id=self.pending.approval_id, tool=gate.tool, arguments=gate.arguments_preview,
+                action_hash=gate.action_hash, state_version=gate.state_version,
+            )
+        )
+        self.status = RunStatus.waiting_approval
+        try:
+            await workflow.wait_condition(
+                lambda: self.decision is not None or self.cancel_requested or bool(self.voided),
+                timeout=timedelta(seconds=ttl),
+            )
+        except asyncio.TimeoutError:
+            if self.deciding:
+                # an answer arrived just before the expiry and is being written: let it land
+                if workflow.patched(GRANT_FAILURE_PATCH):
+                    await workflow.wait_condition(
+                        lambda: self.decision is not None or self.cancel_requested or not self.deciding
+                    )
+                else:
+                    await workflow.wait_condition(lambda: self.decision is not None)
+        pending, self.pending = self.pending, None
+        if self.status is RunStatus.waiting_approval:  # a pause that arrived meanwhile stays
+            self.status = RunStatus.running
+        if self.decision is not None:
+            if self.decision.verdict == "approved":
+                return None
+            return f"approval rejected by {self.decision.approver}: {self.decision.reason}"
+        if self.cancel_requested:
+            return "not run: the run was cancelled while waiting for approval"
+        if self.voided:
+            return f"approval request {pending.approval_id} voided: {self.voided}; propose the action again"
+        await self._record(ApprovalExpired(approval_id=pending.approval_id))
+        await self._ask_human(f"approval request {pending.approval_id} for {pending.tool} expired unanswered")
+        return f"approval request {pending.approval_id} expired unanswered; the run waits for a human"
+
+    def _check_decidable(self, approval_id: str, approver: str) -> None:
+        if self.status.finished:
+            raise ApplicationError(f"run {self.run_id} is {self.status.value}; nothing to approve")
+        if self.pending is None:
+            raise ApplicationError(f"run {self.run_id} has no pending approval (status {self.status.value})")
+        if approval_id != self.pending.approval_id:
+            raise ApplicationError(
+                f"approval {approval_id!r} does not match the pending action: the pending approval is "
+                f"{self.pending.approval_id} ({self.pending.tool}, action hash {self.pending.action_hash[:16]}...)"
+            )
+        approvers = self.spec.approvers if self.spec else []
+        if approver not in approvers:
+            raise ApplicationError(
+                f"{approver!r} is not an approver of run {self.run_id}; approvers: {', '.join(approvers) or '(none)'}"
+            )
+        if self.decision is not None or self.deciding:
+            raise ApplicationError(f"approval {approval_id} was already decided")
+        if workflow.now() >= self.pending.expires_at:
+            raise ApplicationError(f"approval {approval_id} expired at {self.pending.expires_at.isoformat()}; it can no longer be used")
+
+    @workflow.update(name="approve")
+    async def approve(self, inp: ApproveInput) -> str:
+        assert self.pending is not None and self.spec is not None
+        self.deciding = True
+        pending = self.pending
+        now = workflow.now()
+        ttl = inp.ttl_seconds or self.spec.approval_ttl_seconds
+        grant = GrantInput(
+            run_id=self.run_id, approval_id=pending.approval_id, approver=inp.approver,
+            action_hash=pending.action_hash, tool=pending.tool, approved_at=now,
+            expires_at=now + timedelta(seconds=ttl),
+        )
+        if not workflow.patched(GRANT_FAILURE_PATCH):
+            self._set_state(await self._act(Activities.grant_approval, grant))
+        else:
+            try:
+                self._set_state(await self._act(Activities.grant_approval, grant, opt.GRANT))
+            except ActivityError as err:
+                self.deciding = False  # the request stays answerable
+                cause = err.cause.message if isinstance(err.cause, ApplicationError) else str(err)
+                await self._record_grant_failure(pending.approval_id, inp.approver, cause)
+                raise ApplicationError(
+                    f"the approval of {pending.approval_id} could not be recorded ({cause}); nothing was granted "
+                    "and the request is still open: try again"
+                ) from err
+        self.decision = ApprovalDecision(verdict="approved", approver=inp.approver)
+        return f"approved {pending.approval_id} ({pending.tool}) as {inp.approver}, valid {ttl} s"
+
+    async def _record_grant_failure(self, approval_id: str, approver: str, cause: str) -> None:
+        """Audit a failed grant; when even that fails (the database is down), the approver's
+        error still says it."""
+        try:
+            await self._record(ApprovalFailed(approval_id=approval_id, approver=approver, reason=cause[:2000]))
+        except ActivityError:
+            workflow.logger.warning("could not audit the failed grant of %s", approval_id)
+
+    @approve.validator
+    def _validate_approve(self, inp: ApproveInput) -> None:
+        self._check_decidable(inp.approval_id, inp.approver)
+
+    @workflow.update(name="reject")
+    async def reject(self, inp: RejectInput) -> str:
+        assert self.pending is not None
+        self.deciding = True
+        pending = self.pending
+        rejected = ApprovalRejected(approval_id=pending.approval_id, approver=inp.approver, reason=inp.reason)
+        if not workflow.patched(GRANT_FAILURE_PATCH):
+            await self._record(rejected)
+        else:
+            try:
+                await self._act(Activities.record_event, self._event_input(rejected), opt.GRANT)
+            except ActivityError as err:
+                self.deciding = False
+                cause = err.cause.message if isinstance(err.cause, ApplicationError) else str(err)
+                raise ApplicationError(
+                    f"the rejection of {pending.approval_id} could not be recorded ({cause}); the request is still "
+                    "open: try again"
+                ) from err
+        self.decision = ApprovalDecision(verdict="rejected", approver=inp.approver, reason=inp.reason)
+        return f"rejected {pending.approval_id} ({pending.tool}) as {inp.approver}"
+
+    @reject.validator
+    def _validate_reject(self, inp: RejectInput) -> None:
+        self._check_decidable(inp.approval_id, inp.approver)

@@ -1,0 +1,86 @@
+"""What every part of `AgentRunWorkflow` shares: its small in-memory state, and the one way it
+calls an activity (by its declaration in `longrun.activities.contract`, with explicit options).
+
+The workflow is split by concern into mixins over this base (`approvals`, `controls`,
+`tool_calls`, and the turn loop in `agent_run`); Temporal collects the handlers of all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from longrun.activities.contract import Activities
+    from longrun.models.audit import AuditEvent
+    from longrun.models.io import (
+        ApprovalDecision,
+        AskHumanInput,
+        LoadRunResult,
+        RecordEventInput,
+        RunCursor,
+        StateBrief,
+        ToolCallRef,
+        ToolResultRef,
+    )
+    from longrun.models.run import PendingApproval, RunStatus
+    from longrun.workflows import options as opt
+
+I = TypeVar("I")
+R = TypeVar("R")
+
+WORKFLOW_NAME = "longrun.AgentRun"
+
+
+class Stop(Exception):
+    """Ends the loop with a final status (raised inside the workflow only)."""
+
+    def __init__(self, status: RunStatus, reason: str) -> None:
+        assert status.finished
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class RunBase:
+    """The workflow's fields (set by `AgentRunWorkflow.__init__`) and shared helpers."""
+
+    run_id: str
+    cursor: RunCursor
+    status: RunStatus
+    state: StateBrief
+    spec: LoadRunResult | None
+    pending: PendingApproval | None
+    decision: ApprovalDecision | None
+    deciding: bool
+    voided: str
+    cancel_requested: bool
+    compact_requested: bool
+    reason: str
+    children: list[str]
+
+    async def _act(
+        self, declaration: Callable[[Activities, I], R], arg: I, options: opt.ActivityOptions = opt.DEFAULT
+    ) -> R:
+        """Run the activity `declaration` names, with `options` (timeouts, retry policy)."""
+        return await workflow.execute_activity_method(declaration, arg, **options)
+
+    async def _record(self, event: AuditEvent) -> None:
+        await self._act(Activities.record_event, self._event_input(event))
+
+    def _event_input(self, event: AuditEvent) -> RecordEventInput:
+        return RecordEventInput(run_id=self.run_id, event=event)
+
+    def _set_state(self, brief: StateBrief) -> None:
+        self.state = brief
+        self.cursor.head_version = brief.version
+
+    async def _ask_human(self, reason: str) -> None:
+        self.reason = reason
+        self._set_state(await self._act(Activities.ask_human, AskHumanInput(run_id=self.run_id, reason=reason)))
+
+    @staticmethod
+    def _error(call: ToolCallRef, text: str) -> ToolResultRef:
+        return ToolResultRef(call_id=call.call_id, tool=call.name, is_error=True, error_text=text[:4000])
