@@ -2,15 +2,21 @@
 non-determinism, and a deliberately changed workflow is rejected.
 
 `tests/histories/*.json` are histories recorded by `record_history` below (set
-LONGRUN_RECORD_HISTORIES=1 to refresh them); they guard against a change to the workflow that
-would break runs already in flight. The test also records a fresh one and replays it.
+LONGRUN_RECORD_HISTORIES=1 to add the current shape's as `agent_run_fused_approval.json`); they
+guard against a change to the workflow that would break runs already in flight. Two of them
+predate the fused turn (`agent_run_approval.json`, `agent_run_before_final_report.json`) and
+replay its stepwise shape. The test also records a fresh one and replays it, and checks that a
+10 kB instruction given through `say` left no part of itself in the history.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import WorkflowHistory
@@ -36,6 +42,35 @@ PLAN = [
 ]
 
 
+_WORDS = "keep the exclamation marks greeting vendor files untouched staging tokens".split()
+_RNG = random.Random(7)
+INSTRUCTION = " ".join(_RNG.choice(_WORDS) + str(i) for i in range(1_200))[:10_000]
+"""A 10 kB instruction, every stretch of it unique (each word is numbered)."""
+
+
+def decoded_history(history: WorkflowHistory) -> str:
+    """The history's JSON with every payload's bytes decoded alongside (payloads are base64)."""
+    raw = history.to_json()
+    parts = [raw]
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            data = value.get("data")
+            if isinstance(data, str):
+                try:
+                    parts.append(base64.b64decode(data).decode("utf-8", errors="replace"))
+                except ValueError:
+                    pass
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(json.loads(raw))
+    return "\n".join(parts)
+
+
 async def record_history(store, client, tmp_path) -> WorkflowHistory:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -43,7 +78,7 @@ async def record_history(store, client, tmp_path) -> WorkflowHistory:
     async with running_worker(client, store, provider=PlanProvider(plan=PLAN)) as h:
         run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.say(h.client, h.store, run_id, "keep the exclamation marks")
+        await api.say(h.client, h.store, run_id, INSTRUCTION)
         await api.approve(h.client, run_id, pending.approval_id, "alice")
         result = await h.result(run_id)
         assert result.status == "completed"
@@ -58,7 +93,11 @@ async def test_recorded_histories_replay_and_a_changed_workflow_is_rejected(stor
     fresh = await record_history(store, temporal_client, tmp_path)
     if os.environ.get("LONGRUN_RECORD_HISTORIES"):
         HISTORIES.mkdir(exist_ok=True)
-        (HISTORIES / "agent_run_approval.json").write_text(fresh.to_json())
+        (HISTORIES / "agent_run_fused_approval.json").write_text(fresh.to_json())
+    text = decoded_history(fresh)
+    assert "instruction_id" in text, "the say update is in the history, by id"
+    leaked = [i for i in range(0, len(INSTRUCTION) - 24, 24) if INSTRUCTION[i:i + 24] in text]
+    assert leaked == [], f"{len(leaked)} pieces of the instruction are in the workflow history"
     stored = [
         WorkflowHistory.from_json(p.stem, json.loads(p.read_text())) for p in sorted(HISTORIES.glob("*.json"))
     ]

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from longrun.models.run import RunStatus
     from longrun.workflows import options as opt
+    from longrun.workflows.approvals import GRANT_FAILURE_PATCH
     from longrun.workflows.base import WORKFLOW_NAME, Stop
     from longrun.workflows.controls import ControlsMixin
     from longrun.workflows.tool_calls import ToolCallsMixin
@@ -335,6 +336,10 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
             except ActivityError:
                 workflow.logger.warning("run %s ends without its last turn's results committed", self.run_id)
         self.uncommitted = None
+        if workflow.patched(GRANT_FAILURE_PATCH):
+            # an answer still being written (a grant retrying) lands or fails before the run ends,
+            # so its approver hears which
+            await workflow.wait_condition(workflow.all_handlers_finished)
         self.reason = reason
         await self._act(Activities.finish_run, FinishInput(run_id=self.run_id, status=status.value, reason=reason))
         self.status = status
