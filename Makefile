@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench faults install dev-up dev-down clean
+.PHONY: demo test lint bench faults install dev-up dev-down clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -20,7 +20,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/longrun demo
 
-test: $(STAMP)
+# Static checks first (seconds), then the suite: ruff (lint + import order) and mypy (strict on
+# longrun/), both configured in pyproject.toml.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

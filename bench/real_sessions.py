@@ -22,7 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from longrun.context import Calibration, compact, estimate_message, estimate_request, estimate_text, fit_request, render_request
+from bench.report import Section, Table, mark, pct, progress, ratio
+from bench.synthetic import orphans, request_text
+from longrun.context import (
+    Calibration,
+    compact,
+    estimate_message,
+    estimate_request,
+    estimate_text,
+    fit_request,
+    render_request,
+)
 from longrun.context.summary import summary_references
 from longrun.context.transcript import artifact_sha, cleared_references, normalize_pairs
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -30,9 +40,6 @@ from longrun.models.context import TranscriptItem
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState
 from longrun.service.compact_cmd import OFFLINE_TARGET_RATIO
-
-from bench.report import Section, Table, mark, pct, progress, ratio
-from bench.synthetic import orphans, request_text
 
 SESSIONS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-sessions"
 PATH_KEYS = ("file_path", "notebook_path", "path")

@@ -44,9 +44,9 @@ class Table:
 
     def text(self) -> str:
         widths = [max(len(c), *(len(r[i]) for r in self.rows)) if self.rows else len(c) for i, c in enumerate(self.columns)]
-        line = "  ".join(c.ljust(w) for c, w in zip(self.columns, widths))
+        line = "  ".join(c.ljust(w) for c, w in zip(self.columns, widths, strict=False))
         out = [self.title, "=" * len(self.title), line, "-" * len(line)]
-        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in self.rows]
+        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in self.rows]
         out += [f"  * {n}" for n in self.notes]
         return "\n".join(out)
 

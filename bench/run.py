@@ -16,8 +16,8 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bench.report import Section, machine, progress
 
@@ -57,7 +57,7 @@ def run_one(name: str) -> Section:
     t0 = time.perf_counter()
     try:
         section = _runner(name)()
-    except Exception as exc:  # noqa: BLE001 - one failing benchmark must not hide the others
+    except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         section = Section(name, skipped=f"failed: {type(exc).__name__}: {exc}")
     section.seconds = section.seconds or time.perf_counter() - t0

@@ -17,6 +17,7 @@ A contended case is measured too: all writers on one run, each reloading after a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -24,17 +25,16 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from bench.report import Section, Table, mark, progress, ratio
 from longrun.errors import StaleStateError
 from longrun.models.spec import RunSpec
 from longrun.store import Store, libpq_url, migrate, with_database
-
-from bench.report import Section, Table, mark, progress, ratio
 
 WRITERS = (1, 16)
 
@@ -78,12 +78,10 @@ def _threads(n: int, work: Callable[[int, threading.Event, list[int]], None], se
     def body(i: int) -> None:
         try:
             work(i, stop, counts[i], ready)  # type: ignore[call-arg]
-        except BaseException as exc:  # noqa: BLE001 - reported after the join
+        except BaseException as exc:
             errors.append(exc)
-            try:
+            with contextlib.suppress(threading.BrokenBarrierError):
                 ready.abort()
-            except threading.BrokenBarrierError:
-                pass
 
     threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(n)]
     for t in threads:

@@ -35,10 +35,12 @@ import re
 import statistics
 import string
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Callable
+from functools import cache
+from typing import Any
 
+from bench.report import Section, Table, mark, pct, progress, ratio
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.activities.run import _clip
 from longrun.context import (
@@ -61,8 +63,6 @@ from longrun.models.provider import ModelRequest
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState
 from longrun.tools import default_registry
-
-from bench.report import Section, Table, mark, pct, progress, ratio
 
 compact_module = importlib.import_module("longrun.context.compact")
 """The module (the package re-exports a function of the same name), for timing stages 0 and 1 inside it."""
@@ -91,7 +91,7 @@ SAFE_ARGV = ["git", "status", "--short"]
 _PIECE = re.compile(r"[A-Za-z]{1,6}|\d{1,3}|[^\sA-Za-z\d]|\s+")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _text_tokens(text: str) -> int:
     """Word pieces of up to 6 letters, digit groups of up to 3, each symbol and each whitespace
     run: roughly how BPE tokenizers treat code and logs, and deliberately not our estimator."""
@@ -188,9 +188,7 @@ class Scenario:
     tool_tokens: list[int]
 
 
-_WORDS = ("ledger balance account posting journal entry settle batch refund fee rate currency amount cents "
-          "rounding drift reconcile payout invoice charge capture authorize retry idempotency key worker queue "
-          "shard replica snapshot cursor offset commit rollback migration schema index lock timeout").split()
+_WORDS = ["ledger", "balance", "account", "posting", "journal", "entry", "settle", "batch", "refund", "fee", "rate", "currency", "amount", "cents", "rounding", "drift", "reconcile", "payout", "invoice", "charge", "capture", "authorize", "retry", "idempotency", "key", "worker", "queue", "shard", "replica", "snapshot", "cursor", "offset", "commit", "rollback", "migration", "schema", "index", "lock", "timeout"]
 _LEVELS = ("INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR")
 
 
@@ -262,7 +260,7 @@ def build_scenario(turns: int = 320, facts: int = 45, scale: float = 1.0, seed: 
     # constraints: the forbidding one early, the others spread over the run
     c_turns = [max(1, int(turns * f)) for f in (0.01, 0.06, 0.14, 0.22, 0.34, 0.47, 0.6, 0.72, 0.85)]
     constraint_turns = {}
-    for text, t in zip(CONSTRAINTS, c_turns):
+    for text, t in zip(CONSTRAINTS, c_turns, strict=False):
         plans[t - 1].says.append((text, True))
         constraint_turns[text] = t
     temptations = set(range(max(3, turns // 10), turns, max(2, turns // 12)))

@@ -79,8 +79,9 @@ def evaluate(f: GateFacts) -> GateDecision:
         return _deny(GateRule.head, f"state moved: expected version {f.expected_version}, head is {s.state_version}")
     if s.objective != f.original_objective:
         return _deny(GateRule.objective, "the objective differs from the one the run started with")
-    if not isinstance(s.current_step, Step):
-        return _deny(GateRule.step, f"unknown current_step {s.current_step!r}")
+    step: object = s.current_step  # typed as a Step, but a state built without validation may hold anything
+    if not isinstance(step, Step):
+        return _deny(GateRule.step, f"unknown current_step {step!r}")
     if s.next_action not in f.allowed_next_actions:
         allowed = ", ".join(sorted(a.value for a in f.allowed_next_actions))
         return _deny(

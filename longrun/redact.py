@@ -150,7 +150,7 @@ class Redactor:
         self.patterns: tuple[SecretPattern, ...] = (DEFAULT_PATTERNS if include_defaults else ()) + tuple(extra)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Redactor":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Redactor:
         """The defaults plus the extra patterns of `LONGRUN_REDACT_PATTERNS`."""
         env = os.environ if environ is None else environ
         return cls(split_patterns(env.get(ENV_VAR, "")))

@@ -183,12 +183,12 @@ def parse_answer(text: str, rules: Iterable[str] = ()) -> ChildAnswer:
 
 __all__ = [
     "ANSWER_SHAPE",
-    "AnswerFinding",
     "BRIEF_PREFIX",
-    "ChildAnswer",
     "FILES_LABEL",
     "MAX_ANSWER_WORDS",
     "PARENT_OBJECTIVE_LABEL",
+    "AnswerFinding",
+    "ChildAnswer",
     "brief_files",
     "child_objective",
     "is_child_objective",

@@ -32,9 +32,10 @@ import re
 import threading
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 Policy = Callable[[dict[str, Any]], dict[str, Any]]
@@ -273,7 +274,7 @@ class FakeAnthropic:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> "FakeAnthropic":
+    def start(self) -> FakeAnthropic:
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
@@ -290,7 +291,7 @@ class FakeAnthropic:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -435,7 +436,7 @@ def _fmt_seconds(value: float) -> str:
 
 def _common_prefix(a: list[str], b: list[str]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1

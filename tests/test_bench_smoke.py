@@ -48,10 +48,14 @@ def test_store_prints_both_writer_counts_and_the_floor(db_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_orchestration_runs_one_tiny_run_and_its_floor() -> None:
-    section = orchestration.run(sizes=(1,), turns=1)
+def test_orchestration_runs_both_shapes_and_the_floor() -> None:
+    section = orchestration.run(sizes=(1,), turns=1, with_peer=False)
     (table,) = section.tables
-    assert table.rows[0][0] == "1" and table.rows[0][2] == "1/1"
+    assert [r[1] for r in table.rows[:2]] == list(orchestration.SHAPES[:2])
+    assert table.rows[2][1].startswith(orchestration.SHAPES[3])
+    assert all(r[0] == "1" and r[3] == "1/1" for r in table.rows)
+    fused, stepwise = (float(r[7]) for r in table.rows[:2])
+    assert fused < stepwise, "the fused turn runs fewer activities per turn"
 
 
 def test_markdown_names_the_command_the_machine_and_a_skipped_section() -> None:

@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +197,7 @@ def test_expired_approval_is_refused_and_changes_nothing(cli: Cli, workspace: Pa
     requested = next(r for r in cli.json("audit", run_id)["timeline"] if r["kind"] == "approval_requested")
     approval_id = requested["data"]["event"]["approval_id"]
     expires = datetime.fromisoformat(requested["at"]) + timedelta(seconds=5.5)
-    time.sleep(max(0.0, (expires - datetime.now(timezone.utc)).total_seconds()))
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()))
 
     late = cli("approve", run_id, approval_id, "--as", "alice")
     assert late.returncode == 1

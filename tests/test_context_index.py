@@ -6,13 +6,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from longrun.context import Calibration, ExtractiveSummarizer, compact, estimate_request, fit_request, render_request
-from longrun.context import index
+from longrun.context import (
+    Calibration,
+    ExtractiveSummarizer,
+    compact,
+    estimate_request,
+    fit_request,
+    index,
+    render_request,
+)
 from longrun.context.summary import fact_sentences, split_summary, summary_references
 from longrun.context.transcript import result_text
 from longrun.models import ContextPolicy, Message, Projection, TaskState, TranscriptItem
-from longrun.models.context import CompactionReport
 from longrun.models.canonical import sha256_hex
+from longrun.models.context import CompactionReport
 from tests.fake_anthropic import validate_tool_pairing
 
 STATE = TaskState(run_id="r1", state_version=2, objective="Find why the ledger drifted",

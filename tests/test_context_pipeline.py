@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -33,7 +33,7 @@ from longrun.models import (
 )
 from tests.fake_anthropic import validate_tool_pairing
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 STATE = TaskState(run_id="r1", state_version=4, objective="Find the bug in the parser",
                   constraints=["Never modify tests/", "Ask before running migrations"])
 BIG = "def parse(x):\n    return x + 1  # parser line\n" * 300  # about 4k tokens

@@ -110,7 +110,7 @@ def test_projection_invariants(wire: list[dict[str, Any]], budget: int, keep: in
     originals = _original_shas(items)
     text = repr(wire_out) + (proj.summary or "")
     for sha in REF.findall(text):
-        if "image omitted; sha256:" + sha in text or "base64 data" in text and sha not in originals:
+        if "image omitted; sha256:" + sha in text or ("base64 data" in text and sha not in originals):
             continue
         assert sha in originals
     # the open tool cycle (last assistant message) goes out untouched, thinking included

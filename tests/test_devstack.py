@@ -14,11 +14,10 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from longrun.errors import StackNotRunning
-from longrun.store import head_revision
 from longrun.models import RunSpec
 from longrun.service import devstack
 from longrun.service.settings import Settings
-from longrun.store import Store, libpq_url
+from longrun.store import Store, head_revision, libpq_url
 
 
 @pytest.fixture

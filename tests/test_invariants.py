@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,7 +10,7 @@ from longrun.invariants import GateFacts, evaluate
 from longrun.models.canonical import action_hash
 from longrun.models.state import Approval, ArtifactRef, Effect, EffectStatus, NextAction, TaskState
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ARGS = {"path": "a.py", "old": "x", "new": "y"}
 
 

@@ -90,7 +90,7 @@ def test_usage_records_cache_fields(provider: AnthropicProvider, fake_anthropic:
     r2 = provider.complete(_request(*history, _with_state(TextBlock(text="go on, please"))))
     assert r1.usage.cache_read_input_tokens == 0 and r1.usage.cache_creation_input_tokens > 0
     assert r2.usage.cache_read_input_tokens > 0
-    for r, rec in zip((r1, r2), fake_anthropic.message_requests):
+    for r, rec in zip((r1, r2), fake_anthropic.message_requests, strict=False):
         # The total the window holds is what the fake's own tokenizer counted for that request.
         assert r.usage.total_input == fake_token_count(rec.body) == rec.response["usage"]["input_tokens"] + rec.response[
             "usage"]["cache_read_input_tokens"] + rec.response["usage"]["cache_creation_input_tokens"]

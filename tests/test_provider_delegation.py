@@ -15,8 +15,9 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -216,7 +217,7 @@ def test_tiny_and_forensic_demo_do_not_delegate(tmp_path: Path) -> None:
 
 
 def test_briefs_carry_the_constraints_and_answers_keep_the_shape(wide: Path) -> None:
-    transcript, ex = drive(wide, WIDE_OBJECTIVE, WIDE_CONSTRAINTS, allowed=[TEST_ARGV])
+    _transcript, ex = drive(wide, WIDE_OBJECTIVE, WIDE_CONSTRAINTS, allowed=[TEST_ARGV])
     sources = [line.strip() for f in wide.rglob("*.py") for line in f.read_text().splitlines()
                if len(line.strip()) > 20]
     assert ex.children
@@ -311,7 +312,7 @@ def test_child_without_files_greps_and_reports_unreadable_files(wide: Path) -> N
     state = TaskState(run_id="c", state_version=1, objective=brief, updated_at=FIXED_NOW)
     ex = ChildExecutor(wide, state, [], lambda t, a: "no")
     transcript, answered = loop(ScriptedProvider(), ex, f"Objective: {brief}", READ_ONLY, CHILD_TURN_CAP)
-    assert answered and [n for n, _ in ex.calls][0] == "grep"
+    assert answered and next(n for n, _ in ex.calls) == "grep"
     assert "depot/smoothing.py:8: rule floor-division-mean" in transcript[-1].text()
 
     missing = f"{BRIEF_PREFIX}\nCheck these.\nFiles:\n- depot/nope.py\n- depot/units.py\n\n{ANSWER_SHAPE}"

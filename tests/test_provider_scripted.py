@@ -14,9 +14,10 @@ import shlex
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from longrun.providers import ScriptedProvider, get_provider
 from longrun.providers.scripted import Constraints, find_test_command, objective_terms
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-FIXED_NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+FIXED_NOW = datetime(2025, 1, 1, tzinfo=UTC)
 TEST_ARGV = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-q"]
 OBJECTIVE = "The moving averages reported by the stats helper look wrong. Find the defect and propose a fix."
 
@@ -244,7 +245,7 @@ def test_no_test_hint_means_no_command(tiny: Path) -> None:
 
 def test_recovers_from_the_state_when_old_turns_are_gone(tiny: Path) -> None:
     """After compaction only the state block and the last turn remain: the agent carries on."""
-    transcript, ex, requests = drive(tiny, allowed=[TEST_ARGV])
+    _transcript, _ex, requests = drive(tiny, allowed=[TEST_ARGV])
     # Replay the request that proposed the patch with everything but its last exchange dropped.
     i = next(i for i, r in enumerate(requests) if any(
         u.name == "apply_patch" for u in ScriptedProvider().complete(r).content if u.type == "tool_use"))
@@ -281,7 +282,7 @@ def test_forensic_demo_sample(tmp_path: Path) -> None:
     global OBJECTIVE
     saved, OBJECTIVE = OBJECTIVE, objective
     try:
-        transcript, ex, _ = drive(ws, constraints=[f"tests: {shlex.join(TEST_ARGV)}", "do not modify tests/"],
+        transcript, _ex, _ = drive(ws, constraints=[f"tests: {shlex.join(TEST_ARGV)}", "do not modify tests/"],
                                   allowed=[TEST_ARGV])
     finally:
         OBJECTIVE = saved

@@ -68,7 +68,7 @@ def test_malformed_run_specs_name_the_field(spec: dict, field: str) -> None:
         RunSpec.model_validate(spec)
     locations = [".".join(str(p) for p in e["loc"]) for e in info.value.errors()]
     assert any(loc == field or loc.startswith(field) or field in e["msg"]
-               for loc, e in zip(locations, info.value.errors())), (field, locations)
+               for loc, e in zip(locations, info.value.errors(), strict=False)), (field, locations)
     assert field.split(".")[0] in str(info.value)
 
 

@@ -12,6 +12,7 @@ replay its stepwise shape. The test also records a fresh one and replays it, and
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import random
@@ -42,7 +43,7 @@ PLAN = [
 ]
 
 
-_WORDS = "keep the exclamation marks greeting vendor files untouched staging tokens".split()
+_WORDS = ["keep", "the", "exclamation", "marks", "greeting", "vendor", "files", "untouched", "staging", "tokens"]
 _RNG = random.Random(7)
 INSTRUCTION = " ".join(_RNG.choice(_WORDS) + str(i) for i in range(1_200))[:10_000]
 """A 10 kB instruction, every stretch of it unique (each word is numbered)."""
@@ -57,10 +58,8 @@ def decoded_history(history: WorkflowHistory) -> str:
         if isinstance(value, dict):
             data = value.get("data")
             if isinstance(data, str):
-                try:
+                with contextlib.suppress(ValueError):
                     parts.append(base64.b64decode(data).decode("utf-8", errors="replace"))
-                except ValueError:
-                    pass
             for v in value.values():
                 walk(v)
         elif isinstance(value, list):

@@ -4,7 +4,6 @@ rejection reaches the model while the run goes on. Nothing in tool output create
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 
 import pytest
 

@@ -51,7 +51,7 @@ async def test_pause_say_resume_cancel(store, temporal_client, tmp_path):
     assert store.get_run(run_id).status == "cancelled"
     kinds = [r.kind for r in store.audit(run_id)]
     assert kinds.count("run_control") == 3 and "steered" in kinds and kinds[-1] == "run_finished"
-    steered = [r.event for r in store.audit(run_id) if r.kind == "steered"][0]
+    steered = next(r.event for r in store.audit(run_id) if r.kind == "steered")
     assert steered.text == CONSTRAINT and steered.as_constraint
     # the instruction is in the transcript too, as a user message
     assert any(CONSTRAINT in e.message.text() for e in store.transcript(run_id) if e.role == "user")

@@ -4,6 +4,7 @@ badly chained row; several stores on one run (other processes) stay correct; 40P
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,7 +100,7 @@ def test_a_warm_compare_and_set_is_one_round_trip(one: Store) -> None:
     history = one.state_history("r")
     assert [h.version for h in history] == list(range(1, 13))
     assert [h.reason for h in history[:3]] == ["run created", "one", "n2"]
-    for before, after in zip(history, history[1:]):
+    for before, after in itertools.pairwise(history):
         assert after.prev_hash == before.hash
     assert one.verify_chain("r").ok
 
@@ -114,10 +115,9 @@ def test_load_state_is_one_round_trip(one: Store) -> None:
 def test_a_cold_store_reads_the_head_once(db_url: str, store: Store) -> None:
     store.create_run("r", _spec())
     draft = _note(store, "r", "from another process")
-    with Store.from_url(db_url, pool_size=1, max_overflow=0) as cold:
-        with _round_trips(cold) as trips:
-            assert cold.compare_and_set("r", 1, draft, actor="other", reason="cold") == 2
-            assert cold.compare_and_set("r", 2, draft, actor="other", reason="warm") == 3
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as cold, _round_trips(cold) as trips:
+        assert cold.compare_and_set("r", 1, draft, actor="other", reason="cold") == 2
+        assert cold.compare_and_set("r", 2, draft, actor="other", reason="warm") == 3
     assert trips == ["SELECT t.state_version, r.state_head", "WITH upd AS", "WITH upd AS"], trips
     assert store.verify_chain("r").ok
 
@@ -159,7 +159,7 @@ def test_two_stores_on_one_run_stay_correct(db_url: str, store: Store) -> None:
 
     history = store.state_history("r")
     assert [(h.version, h.actor) for h in history] == [(1, "operator"), (2, "a"), (3, "b"), (4, "a"), (5, "b")]
-    for before, after in zip(history, history[1:]):
+    for before, after in itertools.pairwise(history):
         assert after.prev_hash == before.hash
     assert store.verify_chain("r").ok
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from longrun.errors import CommandNotAllowed
-from longrun.tools import RUN_COMMAND, ToolContext
 from longrun.models.state import NextAction
+from longrun.tools import RUN_COMMAND, ToolContext
 
 PY = sys.executable
 

@@ -120,7 +120,7 @@ def test_read_artifact_by_unique_prefix() -> None:
 def test_read_artifact_prefix_through_the_postgres_store(store) -> None:  # type: ignore[no-untyped-def]
     from longrun.store.repository import InvalidInputError
 
-    data = "prefix resolution on the primary key\n".encode() * 3
+    data = b"prefix resolution on the primary key\n" * 3
     digest = store.put_artifact(data)
     assert store.resolve_artifact_prefix(digest[:12]) == digest
     assert store.resolve_artifact_prefix(digest) == digest

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,7 +10,7 @@ from longrun.errors import ToolError
 from longrun.models.state import Approval, Effect, EffectStatus, NextAction, Step, TaskState
 from longrun.tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, WRITE_NOTE, Tool
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(hours=1)
 
 

@@ -212,7 +212,7 @@ class ActivityBase:
             while not stop.wait(self.deps.heartbeat_every):
                 try:
                     ctx.run(activity.heartbeat)
-                except Exception:  # noqa: BLE001 - a failed heartbeat must not kill the tool
+                except Exception:
                     return
 
         thread = threading.Thread(target=beat, daemon=True)

@@ -7,6 +7,8 @@ context grows by the child's FINDINGS / UNCERTAIN answer only.
 
 from __future__ import annotations
 
+import contextlib
+
 from longrun.activities.base import ActivityBase
 from longrun.activities.contract import Activities, implements
 from longrun.context.opening import opening_message
@@ -53,13 +55,11 @@ class ChildActivities(ActivityBase):
             continue_as_new_every=parent.continue_as_new_every,
         )
         message = opening_message(spec)
-        try:
+        with contextlib.suppress(RunExistsError):  # another attempt created it meanwhile, opening included
             self.store.create_run(
                 child_id, spec, parent_run_id=inp.run_id, actor=f"run:{inp.run_id}",
                 opening=message, opening_token_estimate=estimate_message(message),
             )
-        except RunExistsError:
-            pass  # another attempt of this call created it meanwhile, opening message included
         return ChildCreated(child_run_id=child_id)
 
     @implements(Activities.collect_child)

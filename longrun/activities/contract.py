@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from temporalio import activity
 
 from longrun.activities import names
 from longrun.models.io import (
+    AskHumanInput,
     ChildCollected,
     ChildCreated,
     ChildInput,
@@ -39,9 +40,8 @@ from longrun.models.io import (
     LoadRunResult,
     ModelCallInput,
     ModelCallResult,
-    AskHumanInput,
-    RecordEventInput,
     ReconcileResult,
+    RecordEventInput,
     RunRef,
     RunToolInput,
     RunToolResult,
@@ -68,7 +68,7 @@ def declare(name: str) -> Callable[[F], F]:
     return mark
 
 
-def _declared() -> Any:
+def _declared() -> NoReturn:
     raise NotImplementedError("a declaration of the activity boundary; the worker registers the implementation")
 
 
@@ -78,88 +78,88 @@ class Activities:
     @declare(names.LOAD_RUN)
     def load_run(self, inp: RunRef) -> LoadRunResult:
         """The run's spec fields the workflow needs, and its head state."""
-        return _declared()
+        _declared()
 
     @declare(names.RECONCILE)
     def reconcile(self, inp: RunRef) -> ReconcileResult:
         """Settle every `unknown` effect through its tool, or name those nobody can decide."""
-        return _declared()
+        _declared()
 
     @declare(names.TURN)
     def turn(self, inp: TurnInput) -> TurnResult:
         """Commit the previous turn's results, reconcile the ledger, call the model: one round
         trip for what `commit_turn`, `reconcile` and `model_call` do one by one."""
-        return _declared()
+        _declared()
 
     @declare(names.TOOL_STEP)
     def tool_step(self, inp: ToolStepInput) -> ToolStepResult:
         """Gate one call; when it is allowed without a human, write its intent and run it."""
-        return _declared()
+        _declared()
 
     @declare(names.MODEL_CALL)
     def model_call(self, inp: ModelCallInput) -> ModelCallResult:
         """Render the request from Postgres, call the provider, append the assistant message."""
-        return _declared()
+        _declared()
 
     @declare(names.GATE)
     def gate(self, inp: GateInput) -> GateResult:
         """The invariant gate over the persisted state; the verdict is audited."""
-        return _declared()
+        _declared()
 
     @declare(names.RECORD_EVENT)
     def record_event(self, inp: RecordEventInput) -> None:
         """Append one audit event."""
-        return _declared()
+        _declared()
 
     @declare(names.GRANT_APPROVAL)
     def grant_approval(self, inp: GrantInput) -> StateBrief:
         """A human's approval into the task state (re-applied on the head) and the audit."""
-        return _declared()
+        _declared()
 
     @declare(names.RECORD_INTENT)
     def record_intent(self, inp: IntentInput) -> IntentResult:
         """An effect's intent, written on the version the gate checked or not at all."""
-        return _declared()
+        _declared()
 
     @declare(names.RUN_TOOL)
     def run_tool(self, inp: RunToolInput) -> RunToolResult:
         """Run one tool call (an effect after its intent; a state tool on its version)."""
-        return _declared()
+        _declared()
 
     @declare(names.COMMIT_TURN)
     def commit_turn(self, inp: CommitTurnInput) -> CommitTurnResult:
         """Append the turn's tool results; decide whether compaction fires."""
-        return _declared()
+        _declared()
 
     @declare(names.COMPACT)
     def compact(self, inp: CompactInput) -> CompactResult:
         """The next projection, after the turn's commit; discarded when the head moved."""
-        return _declared()
+        _declared()
 
     @declare(names.STEER)
     def steer(self, inp: SteerInput) -> SteerResult:
         """Apply a human's instruction at a turn boundary (re-applied on the head)."""
-        return _declared()
+        _declared()
 
     @declare(names.ASK_HUMAN)
     def ask_human(self, inp: AskHumanInput) -> StateBrief:
         """Set `next_action = ask_human` with the reason (re-applied on the head)."""
-        return _declared()
+        _declared()
 
     @declare(names.FINISH_RUN)
     def finish_run(self, inp: FinishInput) -> None:
         """Record the run's final status in `runs` and the audit."""
-        return _declared()
+        _declared()
 
     @declare(names.CREATE_CHILD)
     def create_child(self, inp: ChildInput) -> ChildCreated:
         """Create a subagent's run (and its opening message, in one transaction)."""
-        return _declared()
+        _declared()
 
     @declare(names.COLLECT_CHILD)
     def collect_child(self, inp: CollectChildInput) -> ChildCollected:
         """A finished subagent's answer as the parent's tool result, and its tokens."""
-        return _declared()
+        _declared()
 
 
 def declarations() -> dict[str, Callable[..., Any]]:

@@ -119,7 +119,7 @@ class RunActivities(ActivityBase):
                 blocks.append(ToolResultBlock.model_validate({**block.model_dump(), **extra}))
             message = Message(role="user", content=blocks)
             seq = self.store.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=inp.turn)
-        elif already:
+        elif already and last is not None:
             seq = last.seq
         state = self.store.load_state(run_id)
         spec = self.spec(run_id)

@@ -274,7 +274,10 @@ class ToolActivities(ActivityBase):
         self._settle(run_id, inp.action_id, tool.name, status, external, outcome.text.splitlines()[0][:200] if outcome.text else "", "ran")
         return outcome.text, outcome.is_error, status.value
 
-    def _settle(self, run_id, action_id, tool_name, status, external_id, detail, how) -> None:
+    def _settle(
+        self, run_id: str, action_id: str, tool_name: str, status: EffectStatus, external_id: str | None,
+        detail: str, how: Literal["ran", "reconciled"],
+    ) -> None:
         self.reapply_on_head(
             run_id, lambda s: _settle(s, action_id, status, external_id, detail), "ledger", f"settle {action_id}: {status.value}"
         )

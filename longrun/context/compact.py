@@ -9,7 +9,8 @@ computed once per call and updated only for the messages a stage changes.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from longrun.context import index
 from longrun.context.enforce import choose_cut, tail_floor
@@ -37,7 +38,7 @@ from longrun.context.tokens import (
 from longrun.context.transcript import cut_points, open_cycle_start, tool_uses_by_id
 from longrun.context.trim import trim_heavy
 from longrun.models.blocks import Message
-from longrun.models.context import CompactionReport, Projection, Stage, Trigger, TranscriptItem
+from longrun.models.context import CompactionReport, Projection, Stage, TranscriptItem, Trigger
 from longrun.models.provider import ToolSpec
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState

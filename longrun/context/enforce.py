@@ -9,7 +9,7 @@ become references.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from longrun.context.render import OMITTED_NOTE, summary_text
 from longrun.context.summary import CLOSE_TAG, OPEN_TAG, fit_index
@@ -74,7 +74,7 @@ def fit_request(request: ModelRequest, *, limit: int, calibration: Calibration, 
         head = [first.content[0]]
         rest = [b for b in first.content[1:] if not (isinstance(b, TextBlock) and b.text == OMITTED_NOTE)]
         messages = ([Message.model_construct(role="user", content=rest)] if rest else []) + messages[1:]
-        ests = [estimate_message(messages[0])] + ests[1:] if rest else ests[1:]
+        ests = [estimate_message(messages[0]), *ests[1:]] if rest else ests[1:]
     note = TextBlock(text=OMITTED_NOTE)
     head_cost = estimate_message(Message.model_construct(role="user", content=[*head, note]))
     room = allowed - fixed - head_cost

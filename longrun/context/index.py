@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from longrun.context.tokens import estimate_text
 from longrun.context.transcript import TOOL_KEY, artifact_sha, extra, input_preview

@@ -81,8 +81,9 @@ def microcompact(messages: list[Message], ests: list[int], *, policy: ContextPol
         res.changed.add(i)
         for nb in repl.values():
             cleared_ids.add(nb.tool_use_id)
-            res.cleared.append({"sha256": nb.model_extra["longrun_artifact"], "tool": nb.model_extra["longrun_tool"],
-                                "tool_use_id": nb.tool_use_id, "tokens": nb.model_extra["longrun_original_tokens"],
+            extra = nb.model_extra or {}
+            res.cleared.append({"sha256": extra["longrun_artifact"], "tool": extra["longrun_tool"],
+                                "tool_use_id": nb.tool_use_id, "tokens": extra["longrun_original_tokens"],
                                 "stage": "microcompact"})
     if policy.clear_tool_inputs:
         for i in range(stop):

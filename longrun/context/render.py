@@ -9,7 +9,7 @@ the state block moved to the end, so the provider's prompt cache hits on everyth
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from longrun.context.state_block import render_state_block
 from longrun.context.summary import CLOSE_TAG, OPEN_TAG

@@ -9,7 +9,8 @@ beside it in every request anyway.
 from __future__ import annotations
 
 import re
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from longrun.context import index
 from longrun.context.tokens import estimate_text
@@ -219,8 +220,7 @@ def old_references(body: str | None) -> tuple[str | None, list[tuple[str, str, s
 
 
 def _dedup(lines: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    return [ln for ln in lines if not (ln in seen or seen.add(ln))]  # type: ignore[func-returns-value]
+    return list(dict.fromkeys(lines))  # first occurrences, in order
 
 
 def _render(sections: dict[str, list[str]]) -> str:

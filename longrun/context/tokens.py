@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -167,9 +168,9 @@ class Calibration(BaseModel):
     actual_sum: float = 0.0
 
     def apply(self, estimated: int) -> int:
-        return int(round(estimated * self.ratio))
+        return round(estimated * self.ratio)
 
-    def update(self, estimated: int, actual: int) -> "Calibration":
+    def update(self, estimated: int, actual: int) -> Calibration:
         """A new calibration after the provider reported `actual` input + cache tokens for a
         request (or a part of one) we estimated at `estimated`."""
         if estimated <= 0 or actual <= 0:

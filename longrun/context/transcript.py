@@ -4,7 +4,8 @@ internal `longrun_*` keys, and the references that stand in for cleared content.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from longrun.models.blocks import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, block_adapter
 from longrun.models.canonical import canonical_json, sha256_hex

@@ -8,6 +8,7 @@ migration runs on it; otherwise an engine is built from `sqlalchemy.url`.
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy.engine import Connection
 
 from longrun.store.engine import make_engine
 from longrun.store.tables import Base
@@ -16,7 +17,7 @@ config = context.config
 target_metadata = Base.metadata
 
 
-def _run(connection) -> None:  # type: ignore[no-untyped-def]
+def _run(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
     with context.begin_transaction():
         context.run_migrations()

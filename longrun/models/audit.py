@@ -6,7 +6,7 @@ secrets before it is stored (see `longrun.redact`)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -164,26 +164,7 @@ class ErrorRecorded(_Event):
 
 
 AuditEvent = Annotated[
-    Union[
-        RunStarted,
-        StateCommitted,
-        ModelCalled,
-        GateVerdict,
-        ApprovalRequested,
-        ApprovalGranted,
-        ApprovalRejected,
-        ApprovalExpired,
-        ApprovalRefused,
-        ApprovalFailed,
-        EffectIntent,
-        EffectSettled,
-        ToolRan,
-        CompactionDone,
-        Steered,
-        RunControl,
-        RunFinished,
-        ErrorRecorded,
-    ],
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | EffectIntent | EffectSettled | ToolRan | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded,
     Field(discriminator="kind"),
 ]
 

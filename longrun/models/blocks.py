@@ -6,7 +6,7 @@ citations survive a round trip through Postgres unmodified.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -51,7 +51,7 @@ class ImageBlock(_Block):
 
 
 Block = Annotated[
-    Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ToolResultBlock, ImageBlock],
+    TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock,
     Field(discriminator="type"),
 ]
 
@@ -66,7 +66,7 @@ class Message(BaseModel):
     content: list[Block]
 
     @classmethod
-    def user_text(cls, text: str) -> "Message":
+    def user_text(cls, text: str) -> Message:
         return cls(role="user", content=[TextBlock(text=text)])
 
     def tool_uses(self) -> list[ToolUseBlock]:
@@ -79,7 +79,7 @@ class Message(BaseModel):
         return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
 
     @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> "Message":
+    def from_wire(cls, data: dict[str, Any]) -> Message:
         """Parse a message as the Anthropic API writes it (string content allowed)."""
         content = data.get("content")
         if isinstance(content, str):

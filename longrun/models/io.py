@@ -45,7 +45,7 @@ class RunCursor(_IO):
     last_compaction_turn: int | None = None
     last_compaction: CompactionReport | None = None
     paused: bool = False
-    pending_says: list["SayInput"] = Field(
+    pending_says: list[SayInput] = Field(
         default_factory=list, description="instructions queued for the next turn boundary, by id"
     )
     generation: int = 0
@@ -201,7 +201,7 @@ class IntentResult(_IO):
     state_version: int
     attempt: int
     outcome: Literal["written", "stale"] = "written"
-    state: "StateBrief | None" = None
+    state: StateBrief | None = None
 
 
 class RunToolInput(_IO):

@@ -49,7 +49,7 @@ class Usage(BaseModel):
         """What the window holds: input + cache creation + cache read."""
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,

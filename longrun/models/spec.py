@@ -74,7 +74,7 @@ class RunCaps(BaseModel):
     max_wall_seconds: int = Field(default=6 * 3600, ge=10)
 
 
-def _subagent_caps() -> "RunCaps":
+def _subagent_caps() -> RunCaps:
     return RunCaps(max_turns=30, max_model_calls=40, max_tool_calls=80, max_tokens=2_000_000, max_wall_seconds=1800)
 
 
@@ -124,7 +124,7 @@ class RunSpec(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _approvers_named(self) -> "RunSpec":
+    def _approvers_named(self) -> RunSpec:
         if any(not a.strip() for a in self.approvers):
             raise ValueError("approvers must be non-empty names")
         return self

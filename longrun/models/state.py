@@ -3,7 +3,7 @@ the transcript or a summary. Written only by compare-and-set (see `longrun.store
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated
 
@@ -18,7 +18,7 @@ Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class NextAction(str, Enum):
@@ -41,7 +41,7 @@ class Step(str, Enum):
     report = "report"
     done = "done"
 
-    def following(self) -> "Step":
+    def following(self) -> Step:
         order = list(Step)
         i = order.index(self)
         return order[min(i + 1, len(order) - 1)]

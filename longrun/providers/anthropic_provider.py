@@ -148,10 +148,11 @@ def _strip_internal(value: Any) -> Any:
 
 def _wire_block(block: Any) -> dict[str, Any]:
     data = block.model_dump(mode="json", exclude_none=True) if hasattr(block, "model_dump") else dict(block)
-    data = _strip_internal(data)
-    if data.get("type") == "tool_result" and not data.get("is_error"):
-        data.pop("is_error", None)
-    return data
+    stripped = _strip_internal(data)
+    assert isinstance(stripped, dict)
+    if stripped.get("type") == "tool_result" and not stripped.get("is_error"):
+        stripped.pop("is_error", None)
+    return stripped
 
 
 def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -169,10 +170,10 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
             merged[-1]["content"].extend(blocks)
         else:
             merged.append({"role": m.role, "content": blocks})
-    for m in merged:
-        if m["role"] == "user":
+    for wire in merged:
+        if wire["role"] == "user":
             # The API wants tool results before any other content of the message.
-            m["content"].sort(key=lambda b: 0 if b.get("type") == "tool_result" else 1)
+            wire["content"].sort(key=lambda b: 0 if b.get("type") == "tool_result" else 1)
     check_tool_pairing(merged)
     return merged
 

@@ -36,7 +36,7 @@ from longrun.service.commands.common import EXIT_FAIL, EXIT_USAGE, SCRIPTED_NOTE
 class _Parser(argparse.ArgumentParser):
     """argparse with exit code 2 and a hint to --help on every usage error."""
 
-    def error(self, message: str) -> Any:  # noqa: D401 - argparse's signature
+    def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
 
@@ -61,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(func: Any, args: argparse.Namespace) -> int:
     if inspect.iscoroutinefunction(func):
-        return asyncio.run(func(args))
-    return func(args)
+        return int(asyncio.run(func(args)))
+    return int(func(args))
 
 
 def main(argv: list[str] | None = None) -> int:

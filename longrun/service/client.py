@@ -6,10 +6,13 @@ answer ("run `longrun dev up`"), a workspace that does not exist.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
@@ -28,9 +31,9 @@ from longrun.models.audit import (
     RunFinished,
     ToolRan,
 )
+from longrun.models.io import AgentRunInput, ApproveInput, RejectInput, SayInput, StatusQueryResult
 from longrun.models.provider import Usage
 from longrun.models.run import PendingApproval, RunStatus, RunStatusView
-from longrun.models.io import AgentRunInput, ApproveInput, RejectInput, SayInput, StatusQueryResult
 from longrun.models.spec import RunSpec
 from longrun.service.settings import Settings
 from longrun.store import AuditRecord, Store, make_engine
@@ -44,7 +47,7 @@ async def connect(settings: Settings) -> Client:
         return await Client.connect(
             settings.temporal_address, namespace=settings.namespace, data_converter=pydantic_data_converter
         )
-    except Exception as exc:  # noqa: BLE001 - any connection failure means the same thing to a user
+    except Exception as exc:
         raise StackNotRunning(f"Temporal does not answer at {settings.temporal_address} ({exc}); {HINT_UP}") from exc
 
 
@@ -54,7 +57,7 @@ def open_store(settings: Settings) -> Store:
     try:
         store = Store(make_engine(settings.database_url))
         store.ping()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if isinstance(exc, StackNotRunning):
             raise
         raise StackNotRunning(f"PostgreSQL does not answer at {settings.database_url} ({exc}); {HINT_UP}") from exc
@@ -81,7 +84,7 @@ async def start_run(
     return run_id
 
 
-def handle(client: Client, run_id: str) -> WorkflowHandle:
+def handle(client: Client, run_id: str) -> WorkflowHandle[Any, Any]:
     return client.get_workflow_handle(run_id)
 
 
@@ -95,12 +98,12 @@ async def query_status(client: Client, run_id: str) -> StatusQueryResult | None:
         raise
 
 
-async def _update(client: Client, run_id: str, name: str, arg=None) -> str:
+async def _update(client: Client, run_id: str, name: str, arg: BaseModel | None = None) -> str:
     try:
         h = handle(client, run_id)
         if arg is None:
-            return await h.execute_update(name, result_type=str)
-        return await h.execute_update(name, arg, result_type=str)
+            return str(await h.execute_update(name, result_type=str))
+        return str(await h.execute_update(name, arg, result_type=str))
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         raise ApprovalError(getattr(cause, "message", None) or str(cause or exc)) from exc
@@ -117,16 +120,16 @@ def record_refusal(store: Store | None, run_id: str, approval_id: str, approver:
     nothing, and a finished run has no workflow to ask). Unknown runs have no log to write to."""
     if store is None:
         return
-    try:
+    with contextlib.suppress(RunNotFoundError):
         store.append_audit(
             run_id, ApprovalRefused(approval_id=approval_id or "(none)", approver=approver or "(none)", reason=reason),
             actor=f"human:{approver or 'unknown'}",
         )
-    except RunNotFoundError:
-        pass
 
 
-async def _decide(client: Client, store: Store | None, run_id: str, approval_id: str, approver: str, name: str, arg) -> str:
+async def _decide(
+    client: Client, store: Store | None, run_id: str, approval_id: str, approver: str, name: str, arg: BaseModel
+) -> str:
     try:
         return await _update(client, run_id, name, arg)
     except (ApprovalError, RunNotFoundError) as exc:
@@ -196,10 +199,8 @@ def pending_from_audit(records: list[AuditRecord], ttl_seconds: int) -> PendingA
                 state_version=e.state_version, requested_at=r.created_at,
                 expires_at=r.created_at + timedelta(seconds=ttl_seconds),
             )
-        elif isinstance(e, (ApprovalGranted, ApprovalRejected, ApprovalExpired)) and pending is not None \
-                and e.approval_id == pending.approval_id:
-            pending = None
-        elif isinstance(e, RunFinished):
+        elif (isinstance(e, (ApprovalGranted, ApprovalRejected, ApprovalExpired)) and pending is not None \
+                and e.approval_id == pending.approval_id) or isinstance(e, RunFinished):
             pending = None
     return pending
 

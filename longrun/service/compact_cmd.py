@@ -35,9 +35,9 @@ class UsageError(Exception):
     """Bad arguments or input files: exit code 2."""
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     """Register `compact` on an argparse subparsers object."""
-    p = subparsers.add_parser("compact", help="compact an Anthropic-format transcript offline",
+    p: argparse.ArgumentParser = subparsers.add_parser("compact", help="compact an Anthropic-format transcript offline",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("transcript", help="JSONL file, one {\"role\", \"content\"} message per line")
     p.add_argument("--state", help="TaskState JSON (or a subset: objective, constraints, next_action, ...)")
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"longrun compact: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - a CLI reports, it does not trace back
+    except Exception as exc:
         print(f"longrun compact: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -21,17 +21,21 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
 
 from longrun.models.audit import CompactionDone, ModelCalled, ToolRan
 from longrun.models.run import RunStatus
 from longrun.models.spec import ContextPolicy, RunSpec
+from longrun.models.state import TaskState
 from longrun.service import client as api
 from longrun.service import devstack, render
 from longrun.service.commands.audit import summary, summary_lines, timeline
 from longrun.service.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, context_limits, usage_error
 from longrun.service.commands.watch import Watcher, describe_pending
 from longrun.service.settings import Settings, longrun_home
-from longrun.store import Store
+from longrun.store import AuditRecord, Store
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SAMPLE = REPO / "samples" / "forensic-demo"
@@ -44,7 +48,7 @@ like a long run, so the compaction trigger (75% of the budget, 4.5k) fires a few
 DEMO_TIMEOUT = 110.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "demo", help="a forensic review of a sample project, end to end (no API key needed)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -114,7 +118,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
             out(f"worker: in this process, task queue {queue!r}")
             run_id = await api.start_run(client, store, spec, task_queue=queue)
             code = await asyncio.wait_for(_drive(client, store, run_id, workspace), DEMO_TIMEOUT)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise CliError(f"the demo run did not finish within {DEMO_TIMEOUT:.0f} s; see `longrun status` and "
                        f"`longrun audit` for where it stopped") from None
     finally:
@@ -128,7 +132,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     return code
 
 
-async def _drive(client, store: Store, run_id: str, workspace: Path) -> int:
+async def _drive(client: Client, store: Store, run_id: str, workspace: Path) -> int:
     section(f"2. run {run_id}: progress")
     watcher = Watcher(client, store, run_id, emit=out)
     status = await watcher.follow(lambda s: s.status is RunStatus.waiting_approval, interval=0.2)
@@ -151,7 +155,9 @@ async def _drive(client, store: Store, run_id: str, workspace: Path) -> int:
     return EXIT_OK
 
 
-def _report(store: Store, run_id: str, spec: RunSpec, home: Path, settings: Settings, info, elapsed: float) -> None:
+def _report(
+    store: Store, run_id: str, spec: RunSpec, home: Path, settings: Settings, info: devstack.StackInfo, elapsed: float
+) -> None:
     state = store.load_state(run_id)
     records = store.audit(run_id)
 
@@ -204,7 +210,7 @@ def _report(store: Store, run_id: str, spec: RunSpec, home: Path, settings: Sett
     out(f"the stack keeps running for that; `{home_env}longrun dev down` stops it.")
 
 
-def _state_report(state) -> str:
+def _state_report(state: TaskState) -> str:
     """What the review found, from the task state (the record), when the agent wrote no report."""
     lines = [f"Objective: {state.objective}"]
     lines += [f"Finding: {d.summary}" for d in state.decisions] or ["Finding: none recorded"]
@@ -222,7 +228,7 @@ def _final_text(store: Store, run_id: str) -> str:
     return ""
 
 
-def context_points(records) -> list[render.Point]:
+def context_points(records: list[AuditRecord]) -> list[render.Point]:
     """One point per model request (its calibrated size); a compaction marks the request before it."""
     points: list[render.Point] = []
     for r in records:

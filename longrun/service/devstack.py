@@ -27,7 +27,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -142,7 +142,8 @@ def _home(home: Path | None) -> Path:
 
 def _read_stack(home: Path) -> dict[str, Any]:
     try:
-        return json.loads((home / STACK_FILE).read_text())
+        data = json.loads((home / STACK_FILE).read_text())
+        return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
 
@@ -386,7 +387,7 @@ def _start_temporal(home: Path, port: int | None, ui_port: int | None, ui: bool)
                 f"the Temporal dev server exited during start-up; last lines of {log}:\n{_tail(log)}"
             )
         if _tcp_answers(address, timeout=0.5):
-            ok, detail = _temporal_answers(address)
+            ok, _detail = _temporal_answers(address)
             if ok:
                 return address, (f"http://127.0.0.1:{web}" if web else None), pid
         time.sleep(0.2)
@@ -406,10 +407,8 @@ def _terminate(pid: int) -> None:
     while time.monotonic() < deadline and _process_alive(pid):
         time.sleep(0.1)
     if _process_alive(pid):
-        try:
+        with suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and _process_alive(pid):
             time.sleep(0.1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import Any
 
@@ -35,7 +35,7 @@ def when(ts: datetime | None) -> str:
     if ts is None:
         return "-"
     local = ts.astimezone()
-    now = datetime.now(timezone.utc).astimezone()
+    now = datetime.now(UTC).astimezone()
     return local.strftime("%H:%M:%S" if local.date() == now.date() else "%Y-%m-%d %H:%M:%S")
 
 
@@ -43,7 +43,7 @@ def until(ts: datetime | None) -> str:
     """'in 29m 12s' / 'expired 3s ago' for an expiry."""
     if ts is None:
         return "-"
-    delta = ts - datetime.now(timezone.utc)
+    delta = ts - datetime.now(UTC)
     secs = int(abs(delta.total_seconds()))
     span = f"{secs // 3600}h {secs % 3600 // 60}m" if secs >= 3600 else f"{secs // 60}m {secs % 60}s" if secs >= 60 else f"{secs}s"
     return f"in {span}" if delta > timedelta(0) else f"expired {span} ago"

@@ -28,9 +28,10 @@ def longrun_home() -> Path:
 def _stack_file(home: Path) -> dict[str, str]:
     path = home / "stack.json"
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Settings:
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> Settings:
         home = longrun_home()
         stack = _stack_file(home)
         key = os.environ.get("ANTHROPIC_API_KEY") or None

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -52,7 +52,9 @@ def build_worker(
     provider_for: Callable[[str], Provider] | None = None,
     task_queue: str | None = None,
     heartbeat_every: float = 2.0,
+    workflows: Sequence[type] = (AgentRunWorkflow,),
 ) -> Worker:
+    """A worker for the run workflow and every activity, with the activity error mapping."""
     settings = settings or Settings.from_env()
     deps = Deps(
         store=store,
@@ -64,7 +66,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
-        workflows=[AgentRunWorkflow],
+        workflows=list(workflows),
         activities=activities.all(),
         activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="longrun-activity"),
         max_concurrent_activities=ACTIVITY_THREADS,

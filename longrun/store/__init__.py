@@ -26,9 +26,9 @@ from longrun.store.tables import APPEND_ONLY_TABLES, CHAINED_TABLES, Base
 
 __all__ = [
     "APPEND_ONLY_TABLES",
+    "CHAINED_TABLES",
     "AuditRecord",
     "Base",
-    "CHAINED_TABLES",
     "ChainVerdict",
     "InstructionRecord",
     "InvalidInputError",

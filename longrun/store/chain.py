@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from longrun.models.canonical import GENESIS_HASH, chain_hash
@@ -18,7 +18,7 @@ from longrun.models.canonical import GENESIS_HASH, chain_hash
 
 def timestamp(value: datetime) -> str:
     """The canonical text of a timestamp inside a hashed payload (UTC, microseconds)."""
-    return value.astimezone(timezone.utc).isoformat()
+    return value.astimezone(UTC).isoformat()
 
 
 def state_version_payload(

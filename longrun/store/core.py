@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 import psycopg
 from pydantic import BaseModel, ValidationError
@@ -36,11 +36,11 @@ from longrun.errors import (
 from longrun.models import canonical_json
 from longrun.redact import Redactor, default_redactor
 from longrun.store.engine import make_engine
-from longrun.store.tables import APPEND_ONLY_SQLSTATE, RUN_ID_MAX, RunRow
+from longrun.store.tables import APPEND_ONLY_SQLSTATE, RUN_ID_MAX, RunRow, core_table
 
 T = TypeVar("T")
 
-RUNS = RunRow.__table__
+RUNS = core_table(RunRow)
 
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 MAX_ATTEMPTS = 5
@@ -203,7 +203,8 @@ class StoreCore:
         needs back byte for byte (their signature covers them)."""
         blocks = content.get("content")
         if not isinstance(blocks, list):
-            return self.redactor.redact_json(content)
+            redacted: dict[str, Any] = self.redactor.redact_json(content)
+            return redacted
         kept = [b if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
                 else self.redactor.redact_json(b) for b in blocks]
         return {**{k: self.redactor.redact_json(v) for k, v in content.items() if k != "content"}, "content": kept}
@@ -282,7 +283,8 @@ class StoreCore:
             conn.autocommit = True
             return fn(conn)
         except psycopg.Error as exc:
-            disconnected = self.engine.dialect.is_disconnect(exc, conn, None)
+            # the dialect is typed for DB-API objects in general; psycopg's are those it handles
+            disconnected = self.engine.dialect.is_disconnect(cast(Any, exc), cast(Any, conn), None)
             if disconnected:
                 fairy.invalidate(exc)
             raise DBAPIError.instance(None, None, exc, psycopg.Error, hide_parameters=True,

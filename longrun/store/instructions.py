@@ -24,7 +24,6 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
-from longrun.errors import RunNotFoundError
 from longrun.models import utcnow
 from longrun.store.core import (
     MAX_INSTRUCTION_CHARS,
@@ -35,7 +34,7 @@ from longrun.store.core import (
     _check_text,
 )
 from longrun.store.records import InstructionRecord
-from longrun.store.tables import ACTOR_MAX, InstructionRow
+from longrun.store.tables import ACTOR_MAX, InstructionRow, core_table
 
 
 class InstructionsMixin(StoreCore):
@@ -69,7 +68,7 @@ class InstructionsMixin(StoreCore):
             self._lock_run(s, run_id)
             newest = s.scalar(select(func.max(InstructionRow.instruction_id)).where(InstructionRow.run_id == run_id))
             instruction_id = (newest or 0) + 1
-            s.execute(insert(InstructionRow.__table__).values(
+            s.execute(insert(core_table(InstructionRow)).values(
                 run_id=run_id, instruction_id=instruction_id, text=stored, as_constraint=as_constraint, actor=actor,
                 created_at=utcnow()))
             return instruction_id
@@ -89,7 +88,7 @@ class InstructionsMixin(StoreCore):
 
         def tx(s: Session) -> Any:
             row = s.execute(
-                select(InstructionRow.__table__)
+                select(core_table(InstructionRow))
                 .where(InstructionRow.run_id == run_id, InstructionRow.instruction_id == instruction_id)
             ).one_or_none()
             if row is None:

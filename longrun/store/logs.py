@@ -36,7 +36,7 @@ from longrun.store.core import (
     _validate,
 )
 from longrun.store.records import AuditRecord, TranscriptRecord
-from longrun.store.tables import ACTOR_MAX, AuditEventRow, TaskStateVersionRow, TranscriptEntryRow
+from longrun.store.tables import ACTOR_MAX, AuditEventRow, TaskStateVersionRow, TranscriptEntryRow, core_table
 
 
 class ChainedLogsMixin(StoreCore):
@@ -53,7 +53,7 @@ class ChainedLogsMixin(StoreCore):
         compare-and-set statement itself (see `longrun.store.state`)."""
         prev = run.state_head
         digest = chain_hash(prev, state_version_payload(run.run_id, version, state_json, actor, reason, now))
-        s.execute(insert(TaskStateVersionRow.__table__).values(
+        s.execute(insert(core_table(TaskStateVersionRow)).values(
             run_id=run.run_id, version=version, state=state_json, actor=actor, reason=reason, created_at=now,
             prev_hash=prev, hash=digest))
         StoreCore._move_head(s, run.run_id, "state", digest, version)
@@ -129,11 +129,11 @@ class ChainedLogsMixin(StoreCore):
         digest = chain_hash(
             prev, transcript_payload(run.run_id, seq, role, content, token_estimate, usage_json, turn, now)
         )
-        s.execute(insert(TranscriptEntryRow.__table__).values(
+        s.execute(insert(core_table(TranscriptEntryRow)).values(
             run_id=run.run_id, seq=seq, role=role, content=content, token_estimate=token_estimate,
             usage=usage_json, turn=turn, created_at=now, prev_hash=prev, hash=digest))
         StoreCore._move_head(s, run.run_id, "transcript", digest, seq)
-        return seq
+        return int(seq)
 
     def transcript(self, run_id: str, *, after_seq: int = 0, through_seq: int | None = None) -> list[TranscriptRecord]:
         """Transcript entries with `after_seq < seq <= through_seq`, in order."""
@@ -189,11 +189,11 @@ class ChainedLogsMixin(StoreCore):
         seq = run.audit_count + 1
         prev = run.audit_head
         digest = chain_hash(prev, audit_payload(run.run_id, seq, event.kind, data, actor, now))
-        s.execute(insert(AuditEventRow.__table__).values(
+        s.execute(insert(core_table(AuditEventRow)).values(
             run_id=run.run_id, seq=seq, kind=event.kind, event=data, actor=actor, created_at=now,
             prev_hash=prev, hash=digest))
         StoreCore._move_head(s, run.run_id, "audit", digest, seq)
-        return seq
+        return int(seq)
 
     def audit(self, run_id: str) -> list[AuditRecord]:
         """The run's audit events, oldest first."""

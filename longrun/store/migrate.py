@@ -31,8 +31,7 @@ def alembic_config(url: str | None = None) -> Config:
 
 def _run(url_or_engine: str | Engine, action: str, revision: str) -> None:
     owned = isinstance(url_or_engine, str)
-    engine = make_engine(url_or_engine, pool_size=1, max_overflow=0) if owned else url_or_engine
-    assert isinstance(engine, Engine)
+    engine = make_engine(url_or_engine, pool_size=1, max_overflow=0) if isinstance(url_or_engine, str) else url_or_engine
     try:
         with engine.begin() as conn:
             config = alembic_config()
@@ -61,8 +60,7 @@ def downgrade(url_or_engine: str | Engine, revision: str = "base") -> None:
 def current_revision(url_or_engine: str | Engine) -> str | None:
     """The revision the database is at, or None when it was never migrated."""
     owned = isinstance(url_or_engine, str)
-    engine = make_engine(url_or_engine, pool_size=1, max_overflow=0) if owned else url_or_engine
-    assert isinstance(engine, Engine)
+    engine = make_engine(url_or_engine, pool_size=1, max_overflow=0) if isinstance(url_or_engine, str) else url_or_engine
     try:
         with engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()

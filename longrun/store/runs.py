@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -80,7 +80,7 @@ class RunsMixin(ChainedLogsMixin):
         spec = spec.model_copy(update={"objective": self.redactor.redact(spec.objective),
                                        "constraints": [self.redactor.redact(c) for c in spec.constraints]})
         now = utcnow()
-        state = _validate(
+        state: TaskState = _validate(
             TaskState,
             {"run_id": run_id, "state_version": 1, "objective": spec.objective,
              "constraints": list(spec.constraints), "updated_at": now},
@@ -170,7 +170,7 @@ class RunsMixin(ChainedLogsMixin):
             res = s.execute(
                 update(RunRow).where(RunRow.run_id == run_id).values(status=value, reason=reason, updated_at=utcnow())
             )
-            if res.rowcount != 1:  # type: ignore[attr-defined]
+            if cast("CursorResult[Any]", res).rowcount != 1:  # an UPDATE's result is a cursor result
                 raise RunNotFoundError(run_id)
 
         self._tx("set_run_status", tx)
@@ -205,7 +205,7 @@ class RunsMixin(ChainedLogsMixin):
             res = s.execute(
                 update(RunRow).where(RunRow.run_id == run_id).values(calibration=value, updated_at=utcnow())
             )
-            if res.rowcount != 1:  # type: ignore[attr-defined]
+            if cast("CursorResult[Any]", res).rowcount != 1:  # an UPDATE's result is a cursor result
                 raise RunNotFoundError(run_id)
 
         self._tx("set_calibration", tx)

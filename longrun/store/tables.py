@@ -31,6 +31,7 @@ from sqlalchemy import (
     MetaData,
     PrimaryKeyConstraint,
     String,
+    Table,
     Text,
     text,
 )
@@ -237,18 +238,26 @@ class InstructionRow(Base):
     )
 
 
+def core_table(row: type[Base]) -> Table:
+    """The Core `Table` behind an ORM class, typed as one (the hot paths insert with Core)."""
+    table = row.__table__
+    assert isinstance(table, Table)
+    return table
+
+
 __all__ = [
     "APPEND_ONLY_SQLSTATE",
     "APPEND_ONLY_TABLES",
+    "CHAINED_TABLES",
+    "NAMING_CONVENTION",
     "ArtifactRow",
     "AuditEventRow",
     "Base",
-    "CHAINED_TABLES",
     "InstructionRow",
-    "NAMING_CONVENTION",
     "ProjectionRow",
     "RunRow",
     "TaskStateRow",
     "TaskStateVersionRow",
     "TranscriptEntryRow",
+    "core_table",
 ]

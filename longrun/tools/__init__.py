@@ -31,12 +31,35 @@ from longrun.tools.files import APPLY_PATCH, LIST_DIR, READ_FILE, WRITE_FILE
 from longrun.tools.paths import check_write_path, confine
 from longrun.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
 from longrun.tools.search import GREP
-from longrun.tools.task import TASK
 from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, STEP_NEXT_ACTION, WRITE_NOTE
+from longrun.tools.task import TASK
 
 __all__ = [
-    "APPLY_PATCH", "ArtifactReader", "BUILTIN_TOOLS", "COMPLETE_STAGE", "GREP", "LIST_DIR", "READ_ARTIFACT",
-    "READ_FILE", "RECORD_DECISION", "RUN_COMMAND", "ReconcileOutcome", "ReconcileStatus", "SET_NEXT_ACTION",
-    "STEP_NEXT_ACTION", "TASK", "Tool", "ToolContext", "ToolKind", "ToolOutcome", "ToolRegistry", "WRITE_FILE",
-    "WRITE_NOTE", "check_write_path", "command_refusal", "confine", "default_registry", "minimal_env",
+    "APPLY_PATCH",
+    "BUILTIN_TOOLS",
+    "COMPLETE_STAGE",
+    "GREP",
+    "LIST_DIR",
+    "READ_ARTIFACT",
+    "READ_FILE",
+    "RECORD_DECISION",
+    "RUN_COMMAND",
+    "SET_NEXT_ACTION",
+    "STEP_NEXT_ACTION",
+    "TASK",
+    "WRITE_FILE",
+    "WRITE_NOTE",
+    "ArtifactReader",
+    "ReconcileOutcome",
+    "ReconcileStatus",
+    "Tool",
+    "ToolContext",
+    "ToolKind",
+    "ToolOutcome",
+    "ToolRegistry",
+    "check_write_path",
+    "command_refusal",
+    "confine",
+    "default_registry",
+    "minimal_env",
 ]

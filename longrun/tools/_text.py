@@ -6,7 +6,8 @@ want valid UTF-8), so every tool turns bytes into text here and says when it had
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 SNIFF_BYTES = 8192
 """A file whose first SNIFF_BYTES hold a NUL byte is treated as binary."""

@@ -11,15 +11,15 @@ A tool is one of three kinds:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from longrun.models.gate import ToolKind as ToolKind
 from longrun.models.provider import ToolSpec
 from longrun.models.state import NextAction, TaskState
-
-from longrun.models.gate import ToolKind
 
 
 class ArtifactReader(Protocol):

@@ -17,6 +17,7 @@ cannot exhaust the worker's memory.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -107,10 +108,8 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             code = proc.wait(timeout=ctx.command_timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             code = proc.wait()
         stdout, out_note = _read_capped(out)
         stderr, err_note = _read_capped(err)

@@ -16,8 +16,9 @@ import functools
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from longrun.errors import ToolError
 from longrun.models.state import NextAction

@@ -149,7 +149,7 @@ class ToolRegistry:
             raise ToolError(f"invalid arguments for {name}: {exc}") from exc
         return dict(arguments)
 
-    def read_only(self) -> "ToolRegistry":
+    def read_only(self) -> ToolRegistry:
         """A copy holding only the read tools (for subagents)."""
         return ToolRegistry([t for t in self._tools.values() if t.kind == "read"])
 

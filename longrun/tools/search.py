@@ -10,8 +10,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from longrun.errors import ToolError
 from longrun.tools._text import bounded_lines, decode, looks_binary

@@ -8,7 +8,6 @@ again. Every wait here also ends on `cancel`.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -55,7 +54,7 @@ class ApprovalsMixin(RunBase):
                 lambda: self.decision is not None or self.cancel_requested or bool(self.voided),
                 timeout=timedelta(seconds=ttl),
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if self.deciding:
                 # an answer arrived just before the expiry and is being written: let it land
                 if workflow.patched(GRANT_FAILURE_PATCH):
@@ -67,10 +66,11 @@ class ApprovalsMixin(RunBase):
         pending, self.pending = self.pending, None
         if self.status is RunStatus.waiting_approval:  # a pause that arrived meanwhile stays
             self.status = RunStatus.running
-        if self.decision is not None:
-            if self.decision.verdict == "approved":
+        decision = self._answer()
+        if decision is not None:
+            if decision.verdict == "approved":
                 return None
-            return f"approval rejected by {self.decision.approver}: {self.decision.reason}"
+            return f"approval rejected by {decision.approver}: {decision.reason}"
         if self.cancel_requested:
             return "not run: the run was cancelled while waiting for approval"
         if self.voided:
@@ -78,6 +78,11 @@ class ApprovalsMixin(RunBase):
         await self._record(ApprovalExpired(approval_id=pending.approval_id))
         await self._ask_human(f"approval request {pending.approval_id} for {pending.tool} expired unanswered")
         return f"approval request {pending.approval_id} expired unanswered; the run waits for a human"
+
+    def _answer(self) -> ApprovalDecision | None:
+        """The decision an update handler recorded while the wait ran (read through a call, as
+        the handlers set it concurrently)."""
+        return self.decision
 
     def _check_decidable(self, approval_id: str, approver: str) -> None:
         if self.status.finished:

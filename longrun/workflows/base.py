@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.models.run import PendingApproval, RunStatus
     from longrun.workflows import options as opt
 
-I = TypeVar("I")
+In = TypeVar("In")
 R = TypeVar("R")
 
 WORKFLOW_NAME = "longrun.AgentRun"
@@ -62,7 +62,7 @@ class RunBase:
     children: list[str]
 
     async def _act(
-        self, declaration: Callable[[Activities, I], R], arg: I, options: opt.ActivityOptions = opt.DEFAULT
+        self, declaration: Callable[[Activities, In], R], arg: In, options: opt.ActivityOptions = opt.DEFAULT
     ) -> R:
         """Run the activity `declaration` names, with `options` (timeouts, retry policy)."""
         return await workflow.execute_activity_method(declaration, arg, **options)

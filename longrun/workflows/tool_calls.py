@@ -65,7 +65,7 @@ class ToolCallsMixin(ApprovalsMixin):
                 async with width:
                     return await self._subagent(turn, call)
 
-            for call, result in zip(tasks, await asyncio.gather(*(bounded(c) for c in tasks))):
+            for call, result in zip(tasks, await asyncio.gather(*(bounded(c) for c in tasks)), strict=False):
                 results[call.index] = result
         return [results[c.index] for c in calls]
 

@@ -27,14 +27,14 @@ class Sink:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 with sink.lock:
                     sink.deliveries.append(body)
                     n = len(sink.deliveries)
                 self._send({"id": f"msg-{n}"})
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 key = parse_qs(urlparse(self.path).query).get("key", [""])[0]
                 with sink.lock:
                     found = [i for i, d in enumerate(sink.deliveries, 1) if d.get("key") == key]

@@ -10,6 +10,7 @@ Create Date: 2025-01-01
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -24,7 +25,7 @@ GENESIS = "0" * 64
 APPEND_ONLY = ("task_state_versions", "transcript_entries", "projections", "audit_events")
 
 
-def _created_at() -> sa.Column:
+def _created_at() -> sa.Column[Any]:
     return sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False)
 
 

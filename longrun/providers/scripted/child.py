@@ -95,7 +95,7 @@ def format_answer(
     while _words(lines) > limit and found:
         found.pop()
         cut += 1
-        lines = build(found, cleans, unsure + [f"{cut} more finding(s) not listed ({MAX_ANSWER_WORDS}-word limit)"])
+        lines = build(found, cleans, [*unsure, f"{cut} more finding(s) not listed ({MAX_ANSWER_WORDS}-word limit)"])
     while _words(lines) > limit and len(unsure) > 1:
         unsure.pop()
         lines = build(found, cleans, unsure)

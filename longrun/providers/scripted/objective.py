@@ -20,13 +20,7 @@ import shlex
 from dataclasses import dataclass
 
 _STOPWORDS = frozenset(
-    """about above after again against also another anything around because been before being below
-    between both bug bugs cause caused check code could defect defects does doing done during each
-    else error errors every expected file files find finding fix fixed fixes from have having into
-    issue issues just look looks make more most much must need only other over please project
-    propose proposed report repository return returns review should some still such than that their
-    them then there these they this those through under until very wait what when where which while
-    with without workspace would wrong test tests""".split()
+    ["about", "above", "after", "again", "against", "also", "another", "anything", "around", "because", "been", "before", "being", "below", "between", "both", "bug", "bugs", "cause", "caused", "check", "code", "could", "defect", "defects", "does", "doing", "done", "during", "each", "else", "error", "errors", "every", "expected", "file", "files", "find", "finding", "fix", "fixed", "fixes", "from", "have", "having", "into", "issue", "issues", "just", "look", "looks", "make", "more", "most", "much", "must", "need", "only", "other", "over", "please", "project", "propose", "proposed", "report", "repository", "return", "returns", "review", "should", "some", "still", "such", "than", "that", "their", "them", "then", "there", "these", "they", "this", "those", "through", "under", "until", "very", "wait", "what", "when", "where", "which", "while", "with", "without", "workspace", "would", "wrong", "test", "tests"]
 )
 
 _TEST_HINT_RE = re.compile(r"^\s*(?:test command|tests?)\s*:\s*(.+?)\s*$", re.I | re.M)
@@ -51,7 +45,7 @@ class Constraints:
     no_commands: str | None
 
     @classmethod
-    def parse(cls, constraints: list[str]) -> "Constraints":
+    def parse(cls, constraints: list[str]) -> Constraints:
         forbidden: list[tuple[str, str]] = []
         no_edits = no_commands = None
         for c in constraints:

@@ -12,8 +12,8 @@ on names one of these rules.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 LINE_RE = re.compile(r"^\s*(\d+)\t(.*)$")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -102,4 +101,4 @@ def context_limits(spec: RunSpec) -> tuple[int, int]:
 
 
 def model_label(model: str) -> str:
-    return f"scripted (deterministic offline stand-in for a model, not an LLM)" if model == "scripted" else model
+    return "scripted (deterministic offline stand-in for a model, not an LLM)" if model == "scripted" else model

