@@ -1,13 +1,31 @@
 """The base every part of `Store` builds on: the engine and its sessions, the transaction runners,
-the chain-head cache, input checks and the translation of database errors.
+the chain-head caches, input checks and the translation of database errors.
 
 Rules that hold for every store method:
 
-- each public method is its own transaction; SQLSTATE 40001 (serialization failure) and 40P01
-  (deadlock) are retried a few times with jittered backoff, anything else is translated into the
-  `longrun.errors` hierarchy at this boundary (`translate_db_error`);
+- each public method is its own transaction. The calls of an agent's turn are one statement on a
+  pooled psycopg connection in autocommit (`_autocommit`): one round trip, no BEGIN/COMMIT. That
+  is the reads `load_state`, `head_version`, `get_run`/`load_spec`, `get_calibration`,
+  `transcript`, `last_transcript_entry`, `audit`, `latest_projection`, `get_artifact` and
+  `has_artifact` (an unknown run is told by the same statement), the writes `compare_and_set`,
+  `set_run_status`, `set_calibration` and `put_artifact`, and `append_transcript`,
+  `append_audit` and `append_audits` when the cached chain head is right (one read of the head
+  more when it is not). The rest run in a session transaction (`_tx`): work whose statements must
+  commit together (`create_run`, `save_projection`, `queue_instruction`), `verify_chain`'s
+  REPEATABLE READ snapshot, and reads off the hot path (`state_history`, `projections`,
+  `list_runs`, `get_instruction`, `resolve_artifact_prefix`);
+- SQLSTATE 40001 (serialization failure) and 40P01 (deadlock) are retried a few times with
+  jittered backoff, anything else is translated into the `longrun.errors` hierarchy at this
+  boundary (`translate_db_error`);
 - input is validated before anything is written; a bad value raises `InvalidInputError` naming
   the field, and nothing is written.
+
+The chain-head caches: per chain (state, transcript, audit) a `Store` remembers, for up to
+`MAX_CACHED_HEADS` runs each, the (count, hash) head it last wrote or read. An append hashes its
+row on that guess and writes in one statement whose WHERE clause checks the guess against the
+head stored on `runs`; a wrong guess (another process appended, the run is unknown, the entry was
+evicted) writes nothing and costs a read of the head. So the caches are only ever hints: they
+save a round trip when right and cannot chain a row wrongly when wrong.
 """
 
 from __future__ import annotations
@@ -20,8 +38,9 @@ from contextlib import contextmanager
 from typing import Any, Self, TypeVar, cast
 
 import psycopg
+from psycopg.rows import namedtuple_row
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -36,17 +55,19 @@ from longrun.errors import (
 from longrun.models import canonical_json
 from longrun.redact import Redactor, default_redactor
 from longrun.store.engine import make_engine
-from longrun.store.tables import APPEND_ONLY_SQLSTATE, RUN_ID_MAX, RunRow, core_table
+from longrun.store.tables import APPEND_ONLY_SQLSTATE, RUN_ID_MAX, RunRow
 
 T = TypeVar("T")
-
-RUNS = core_table(RunRow)
 
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 MAX_ATTEMPTS = 5
 
 MAX_CACHED_HEADS = 10_000
-"""Runs whose state chain head (version, hash) a `Store` remembers between compare-and-sets."""
+"""Runs whose head (count, hash) a `Store` remembers per chain between writes (the least recently
+written is forgotten first)."""
+
+CHAINS = ("state", "transcript", "audit")
+"""The hash chains of a run, named as the `<chain>_head` / `<chain>_count` columns of `runs`."""
 
 MAX_STATE_BYTES = 4_000_000
 """Largest serialized task state accepted: state is a record, big content belongs in artifacts."""
@@ -192,10 +213,12 @@ class StoreCore:
         """Applied to every text the store records for a human or a model (the run's objective and
         constraints, transcript messages, projections, audit events, queued instructions): whatever
         path a secret took to get here, it is stored as `[REDACTED:<kind>]` (see longrun.redact)."""
-        self._heads: dict[str, tuple[int, str]] = {}
-        """run id -> (state version, its chain hash) as last committed or read by this store: the
-        `prev_hash` a compare-and-set chains on without reading it first. Only a hint: the CAS
-        statement checks it against `runs.state_head` and writes nothing when it is wrong."""
+        self._chain_heads: dict[str, dict[str, tuple[int, str]]] = {chain: {} for chain in CHAINS}
+        """chain -> run id -> (count, hash of the chain's last row) as last written or read by this
+        store: the `prev_hash` the next write chains on without reading it first. Only a hint: the
+        write's statement checks it against `runs.<chain>_head` and writes nothing when it is wrong."""
+        self._heads = self._chain_heads["state"]
+        """run id -> (state version, its chain hash): the `prev_hash` a compare-and-set chains on."""
         self._heads_lock = threading.Lock()
 
     def _redact_message(self, content: dict[str, Any]) -> dict[str, Any]:
@@ -243,17 +266,20 @@ class StoreCore:
                 raise translate_db_error(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _autocommit(self, what: str, fn: Callable[[psycopg.Connection], T], *, run_id: str | None = None) -> T:
+    def _autocommit(
+        self, what: str, fn: Callable[[psycopg.Connection], T], *, run_id: str | None = None, chain: str = "state"
+    ) -> T:
         """`fn` on a pooled psycopg connection in autocommit mode: each statement is its own
         transaction and one round trip (no BEGIN/COMMIT, no SQLAlchemy layers: this is the hot path
-        of compare-and-set). For work whose statements are each complete on their own. Retried
-        like `_tx`; on a database or unexpected error the cached chain head of `run_id` is dropped."""
+        of reads, compare-and-set and appends). For work whose statements are each complete on
+        their own. Retried like `_tx`; on a database or unexpected error the cached head of
+        `chain` for `run_id` is dropped."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 return self._on_driver_connection(fn)
             except DBAPIError as exc:
                 if run_id is not None:
-                    self._forget_head(run_id)
+                    self._forget_head(run_id, chain)
                 if _sqlstate(exc) in RETRYABLE_SQLSTATES and attempt < MAX_ATTEMPTS:
                     time.sleep(random.uniform(0, 0.02 * 2**attempt))
                     continue
@@ -262,7 +288,7 @@ class StoreCore:
                 raise  # an answer (stale, not found, refused input), not a doubt about the cached head
             except BaseException:
                 if run_id is not None:
-                    self._forget_head(run_id)
+                    self._forget_head(run_id, chain)
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -307,23 +333,32 @@ class StoreCore:
         except DBAPIError as exc:
             raise translate_db_error(exc, what) from exc
 
-    # ------------------------------------------------------------------ the chain-head cache
+    # ------------------------------------------------------------------ the chain-head caches
 
-    def _remember_head(self, run_id: str, version: int, digest: str) -> None:
+    def _remember_head(self, run_id: str, count: int, digest: str, chain: str = "state", *,
+                       newer_only: bool = False) -> None:
+        """Remember (count, digest) as the head of `chain` for the run. With `newer_only`, a head
+        this store already knows to be further along is kept (a read or a write that finished
+        after a newer one: heads only move forward, so the further one is the likelier guess)."""
+        heads = self._chain_heads[chain]
         with self._heads_lock:
-            self._heads.pop(run_id, None)
-            self._heads[run_id] = (version, digest)
-            if len(self._heads) > MAX_CACHED_HEADS:
-                del self._heads[next(iter(self._heads))]  # the least recently written
+            old = heads.pop(run_id, None)
+            heads[run_id] = old if newer_only and old is not None and old[0] > count else (count, digest)
+            if len(heads) > MAX_CACHED_HEADS:
+                del heads[next(iter(heads))]  # the least recently written
 
-    def _forget_head(self, run_id: str) -> None:
+    def _forget_head(self, run_id: str, chain: str = "state") -> None:
         with self._heads_lock:
-            self._heads.pop(run_id, None)
+            self._chain_heads[chain].pop(run_id, None)
 
     def _cached_head(self, run_id: str, version: int) -> str | None:
-        """The chain hash of `version` of the run, if this store remembers it."""
+        """The chain hash of state `version` of the run, if this store remembers it."""
         head = self._heads.get(run_id)
         return head[1] if head is not None and head[0] == version else None
+
+    def _cached_chain_head(self, chain: str, run_id: str) -> tuple[int, str] | None:
+        """The (count, hash) this store last saw as the head of the run's `chain`, if any."""
+        return self._chain_heads[chain].get(run_id)
 
     # ------------------------------------------------------------------ the runs row
 
@@ -332,22 +367,12 @@ class StoreCore:
         if session.scalar(select(RunRow.run_id).where(RunRow.run_id == run_id)) is None:
             raise RunNotFoundError(run_id)
 
-    @staticmethod
-    def _lock_run(session: Session, run_id: str) -> Any:
-        """Lock the run row for an append and return its chain heads (a Core row, not an ORM
-        object: every transcript and audit append goes through here)."""
-        t = RUNS
-        row = session.execute(
-            select(t.c.run_id, t.c.state_head, t.c.state_count, t.c.transcript_head, t.c.transcript_count,
-                   t.c.audit_head, t.c.audit_count)
-            .where(t.c.run_id == run_id).with_for_update()
-        ).one_or_none()
-        if row is None:
-            raise RunNotFoundError(run_id)
-        return row
 
-    @staticmethod
-    def _move_head(session: Session, run_id: str, chain: str, digest: str, count: int) -> None:
-        session.execute(
-            update(RUNS).where(RUNS.c.run_id == run_id).values({f"{chain}_head": digest, f"{chain}_count": count})
-        )
+def _fetch(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> list[Any]:
+    """Every row of one statement, as named tuples (columns by name, as ORM rows have them)."""
+    return c.cursor(row_factory=namedtuple_row).execute(sql, params).fetchall()
+
+
+def _fetch_one(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> Any | None:
+    """The first row of one statement as a named tuple, or None."""
+    return c.cursor(row_factory=namedtuple_row).execute(sql, params).fetchone()

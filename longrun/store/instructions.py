@@ -8,11 +8,11 @@ Rules:
 
 - the text is redacted before it is stored (as a run's objective and constraints are), and the
   table is append-only: an instruction is never edited or withdrawn, a correction is a new one;
-- ids are numbered 1, 2, ... per run, allocated while the `runs` row is locked `FOR UPDATE` (the
-  lock transcript and audit appends take), so concurrent `say`s to one run get distinct, dense
-  ids. Per-run numbers rather than one global sequence: an id is only ever meaningful with its
-  run (the lookup is by both, so an id of another run cannot be read through this one), it says
-  nothing about other runs' traffic, and the app role needs no sequence privilege;
+- ids are numbered 1, 2, ... per run, allocated while the `runs` row is locked `FOR UPDATE`, so
+  concurrent `say`s to one run get distinct, dense ids. Per-run numbers rather than one global
+  sequence: an id is only ever meaningful with its run (the lookup is by both, so an id of another
+  run cannot be read through this one), it says nothing about other runs' traffic, and the app
+  role needs no sequence privilege;
 - an instruction that names no existing run, or is empty or over `MAX_INSTRUCTION_CHARS`, is
   refused before anything is written.
 """
@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from longrun.errors import RunNotFoundError
 from longrun.models import utcnow
 from longrun.store.core import (
     MAX_INSTRUCTION_CHARS,
@@ -34,7 +35,7 @@ from longrun.store.core import (
     _check_text,
 )
 from longrun.store.records import InstructionRecord
-from longrun.store.tables import ACTOR_MAX, InstructionRow, core_table
+from longrun.store.tables import ACTOR_MAX, InstructionRow, RunRow, core_table
 
 
 class InstructionsMixin(StoreCore):
@@ -65,7 +66,8 @@ class InstructionsMixin(StoreCore):
         stored = self.redactor.redact(text)
 
         def tx(s: Session) -> int:
-            self._lock_run(s, run_id)
+            if s.scalar(select(RunRow.run_id).where(RunRow.run_id == run_id).with_for_update()) is None:
+                raise RunNotFoundError(run_id)
             newest = s.scalar(select(func.max(InstructionRow.instruction_id)).where(InstructionRow.run_id == run_id))
             instruction_id = (newest or 0) + 1
             s.execute(insert(core_table(InstructionRow)).values(

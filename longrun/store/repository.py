@@ -5,10 +5,12 @@ the audit log and queued instructions.
 
 | module | concern |
 |---|---|
-| `core` | engine and sessions, transactions and retries, error translation, input checks, the chain-head cache |
+| `core` | engine and sessions, transactions and retries, error translation, input checks, the chain-head caches |
 | `runs` | creating, reading and listing runs; status, spec, calibration |
 | `state` | the head state and compare-and-set |
-| `logs` | the hash-chained transcript and audit logs |
+| `appends` | appending to the transcript and audit chains in one statement on the cached head |
+| `transcript` | the hash-chained transcript |
+| `audit` | the hash-chained audit log |
 | `artifacts` | content-addressed artifacts and compaction projections |
 | `instructions` | the inbox of a human's `say` instructions |
 | `verify` | `verify_chain` |

@@ -2,8 +2,14 @@
 and the opening message, in one transaction), reading and listing them, and the mutable columns
 of the `runs` row (status and reason, token-estimator calibration).
 
-The run's objective and constraints are redacted before they are stored, in the spec, the state
-and the audit event alike.
+Rules:
+
+- `create_run` is one transaction. The run's row is inserted with the heads of its three chains
+  already set (they are computed before anything is written, on the genesis hash), and after it
+  commits the store remembers those heads, so the run's first compare-and-set and appends need
+  no read of them;
+- the run's objective and constraints are redacted before they are stored, in the spec, the state
+  and the audit event alike.
 """
 
 from __future__ import annotations
@@ -13,30 +19,42 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from pydantic import ValidationError
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from longrun.errors import RunExistsError, RunNotFoundError, StoreError
-from longrun.models import Message, RunSpec, RunStatus, TaskState, utcnow
+from longrun.models import GENESIS_HASH, Message, RunSpec, RunStatus, TaskState, chain_hash, utcnow
 from longrun.models.audit import RunStarted
 from longrun.models.state import MAX_TEXT
+from longrun.store.audit import AuditMixin
+from longrun.store.chain import state_version_payload
 from longrun.store.core import (
     MAX_CALIBRATION_BYTES,
+    MAX_EVENT_BYTES,
     InvalidInputError,
     _check_int,
     _check_run_id,
+    _check_size,
     _check_text,
     _fields,
     _sqlstate,
     _validate,
 )
-from longrun.store.logs import ChainedLogsMixin
 from longrun.store.records import RunRecord
-from longrun.store.tables import ACTOR_MAX, RunRow, TaskStateRow
+from longrun.store.tables import (
+    ACTOR_MAX,
+    AuditEventRow,
+    RunRow,
+    TaskStateRow,
+    TaskStateVersionRow,
+    TranscriptEntryRow,
+    core_table,
+)
+from longrun.store.transcript import TranscriptMixin
 
 
-class RunsMixin(ChainedLogsMixin):
+class RunsMixin(TranscriptMixin, AuditMixin):
     """The `runs` row of each run; creating a run appends to its state and audit chains."""
 
     def create_run(
@@ -92,33 +110,50 @@ class RunsMixin(ChainedLogsMixin):
             model=spec.model, objective=spec.objective, constraints=list(spec.constraints),
             workspace=spec.workspace, approvers=list(spec.approvers),
         )
+        started_json = started.model_dump(mode="json")
+        _check_size("event", started_json, MAX_EVENT_BYTES, "audit events carry references, not content")
+        # every chain starts on the genesis hash, so the heads are known before anything is written
+        state_head = chain_hash(GENESIS_HASH, state_version_payload(run_id, 1, state_json, actor, "run created", now))
+        audit_head = self._audit_hash(run_id, 1, GENESIS_HASH, started.kind, started_json, actor, now)
+        transcript = (0, GENESIS_HASH) if first is None else (1, self._transcript_hash(
+            run_id, 1, GENESIS_HASH, first[0].role, first[1], opening_token_estimate, None, 0, now))
 
         def tx(s: Session) -> None:
-            if s.get(RunRow, run_id) is not None:
-                raise RunExistsError(run_id)
-            if parent_run_id is not None:
-                self._require_run(s, parent_run_id)
-            s.add(RunRow(run_id=run_id, spec=spec_json, model=spec.model, status=RunStatus.running.value,
-                         reason="", parent_run_id=parent_run_id, created_at=now, updated_at=now))
-            s.add(TaskStateRow(run_id=run_id, state_version=1, state=state_json, updated_at=now))
             try:
-                s.flush()
+                # a duplicate id fails here (unique index) before the parent is checked (foreign key)
+                s.execute(insert(core_table(RunRow)).values(
+                    run_id=run_id, spec=spec_json, model=spec.model, status=RunStatus.running.value, reason="",
+                    parent_run_id=parent_run_id, created_at=now, updated_at=now,
+                    state_head=state_head, state_count=1, audit_head=audit_head, audit_count=1,
+                    transcript_head=transcript[1], transcript_count=transcript[0]))
             except IntegrityError as exc:
                 if _sqlstate(exc) == "23505":
                     raise RunExistsError(run_id) from exc
+                if _sqlstate(exc) == "23503" and parent_run_id is not None:
+                    raise RunNotFoundError(parent_run_id) from exc
                 raise
-            run = self._lock_run(s, run_id)
-            self._append_state_version(s, run, 1, state_json, actor, "run created", now)
-            self._append_audit(s, run, started, actor, now)
+            s.execute(insert(core_table(TaskStateRow)).values(
+                run_id=run_id, state_version=1, state=state_json, updated_at=now))
+            s.execute(insert(core_table(TaskStateVersionRow)).values(
+                run_id=run_id, version=1, state=state_json, actor=actor, reason="run created", created_at=now,
+                prev_hash=GENESIS_HASH, hash=state_head))
+            s.execute(insert(core_table(AuditEventRow)).values(
+                run_id=run_id, seq=1, kind=started.kind, event=started_json, actor=actor, created_at=now,
+                prev_hash=GENESIS_HASH, hash=audit_head))
             if first is not None:
-                msg, content, _ = first
-                self._append_transcript_entry(s, run, msg.role, content, opening_token_estimate, None, 0, now)
+                s.execute(insert(core_table(TranscriptEntryRow)).values(
+                    run_id=run_id, seq=1, role=first[0].role, content=first[1], token_estimate=opening_token_estimate,
+                    usage=None, turn=0, created_at=now, prev_hash=GENESIS_HASH, hash=transcript[1]))
 
         self._tx("create_run", tx)
+        self._remember_head(run_id, 1, state_head)
+        self._remember_head(run_id, 1, audit_head, "audit")
+        self._remember_head(run_id, *transcript, "transcript")
         return state
 
     @staticmethod
-    def _run_record(row: RunRow) -> RunRecord:
+    def _run_record(row: Any) -> RunRecord:
+        """A `RunRecord` of a `runs` row (an ORM row or a named tuple with its columns)."""
         try:
             spec = RunSpec.model_validate(row.spec)
         except ValidationError as exc:

@@ -5,12 +5,14 @@ describe the same schema.
 Where the chain heads live: each append-only, hash-chained table (`task_state_versions`,
 `transcript_entries`, `audit_events`) has a head hash and a row count on its `runs` row
 (`<chain>_head`, `<chain>_count`). Every append inserts the new row chained to the head and moves
-the head in one transaction, serialized per run: transcript and audit appends lock the `runs` row
-(`SELECT ... FOR UPDATE`) and read the head; a state version is appended by the compare-and-set
-statement itself, serialized by the `task_states` row lock its `UPDATE ... WHERE state_version`
-takes, and written only if `state_head` is the `prev_hash` the new row was hashed on. So sequence
-numbers are dense, and `verify_chain` can tell a deleted tail (the last row's hash is not the
-stored head) from a clean history.
+the head in one statement, serialized per run: a transcript or audit append is an `UPDATE runs ...
+WHERE <chain>_head = :prev AND <chain>_count = :count` whose row lock serializes appenders and
+whose RETURNING row the insert selects from (see `longrun.store.appends`); a state version is
+appended by the compare-and-set statement itself, serialized by the `task_states` row lock its
+`UPDATE ... WHERE state_version` takes, and written only if `state_head` is the `prev_hash` the
+new row was hashed on. `create_run` inserts the run's row with the heads of what it writes in the
+same transaction. So sequence numbers are dense, and `verify_chain` can tell a deleted tail (the
+last row's hash is not the stored head) from a clean history.
 
 Hashed payloads are stored as `json` (not `jsonb`): `json` keeps the text exactly as written, so a
 payload read back parses to the same value it had when it was hashed.

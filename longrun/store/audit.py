@@ -1,0 +1,157 @@
+"""A run's audit log: appending events (one, or several consecutively) and reading them back.
+
+Rules:
+
+- an append, of one event or of a batch, is one statement when the store's cached audit head is
+  right, and one read of the head more when it is not (see `longrun.store.appends` for why that
+  is safe); a batch gets consecutive numbers, all in that one statement, or none of them;
+- every event is validated, redacted and size-checked before anything is written, so one bad
+  event in a batch writes none of the batch;
+- `audit` is one statement: a `LEFT JOIN` from the `runs` row tells an unknown run from an empty
+  log, and returns the chain head, which the store remembers for its next append.
+
+The payload each row's hash covers is defined in `longrun.store.chain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from pydantic import BaseModel, ValidationError
+
+from longrun.errors import RunNotFoundError, StoreError
+from longrun.models import AuditEvent, audit_event_adapter, canonical_json, chain_hash
+from longrun.store.appends import ChainAppendMixin
+from longrun.store.chain import audit_payload
+from longrun.store.core import MAX_EVENT_BYTES, InvalidInputError, _check_text, _check_text_size, _fetch, _fields
+from longrun.store.records import AuditRecord
+from longrun.store.tables import ACTOR_MAX
+
+_APPEND_SQL = """
+WITH upd AS (
+    UPDATE runs SET audit_head = %(hash)s, audit_count = %(count)s
+    WHERE run_id = %(run_id)s AND audit_head = %(prev)s AND audit_count = %(base)s
+    RETURNING run_id
+)
+INSERT INTO audit_events (run_id, seq, kind, event, actor, created_at, prev_hash, hash)
+SELECT upd.run_id, e.seq, e.kind, e.event::json, e.actor, %(now)s::timestamptz, e.prev_hash, e.hash
+FROM upd, unnest(%(seqs)s::integer[], %(kinds)s::text[], %(events)s::text[], %(actors)s::text[],
+                 %(prevs)s::text[], %(hashes)s::text[]) AS e(seq, kind, event, actor, prev_hash, hash)
+RETURNING seq
+"""
+"""One append of one or more events, one round trip: events `base + 1 ... count`, the first
+chained on `prev`, written only if `prev` and `base` are the audit head on `runs` (which the same
+statement moves to the last event's hash)."""
+
+_READ_SQL = """
+SELECT r.audit_count AS head_count, r.audit_head AS head_hash,
+       e.seq, e.kind, e.event, e.actor, e.created_at, e.prev_hash, e.hash
+FROM runs r LEFT JOIN audit_events e ON e.run_id = r.run_id
+WHERE r.run_id = %(run_id)s
+ORDER BY e.seq
+"""
+
+
+class AuditMixin(ChainAppendMixin):
+    """The audit log: append-only, hash-chained, numbered 1, 2, ... per run."""
+
+    def _audit_entry(self, event: Any, actor: Any, where: str = "") -> tuple[Any, dict[str, Any], str]:
+        """Check and redact one event before anything is written: the parsed event, its JSON (what
+        is hashed) and that JSON as canonical text (what is stored). `where` names it in a batch.
+
+        Raises:
+            InvalidInputError: a bad actor or event, or an event over `MAX_EVENT_BYTES`.
+        """
+        _check_text(f"{where}actor", actor, ACTOR_MAX, nonempty=True)
+        try:
+            raw = event.model_dump(mode="json") if isinstance(event, BaseModel) else event
+            parsed = audit_event_adapter.validate_python(self.redactor.redact_json(raw))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{where}invalid audit event: {_fields(exc)}") from exc
+        data = parsed.model_dump(mode="json")
+        text = canonical_json(data)
+        _check_text_size(f"{where}event", text, MAX_EVENT_BYTES, "audit events carry references, not content")
+        return parsed, data, text
+
+    @staticmethod
+    def _audit_hash(run_id: str, seq: int, prev: str, kind: str, data: dict[str, Any], actor: str,
+                    now: datetime) -> str:
+        """The chain hash of audit event `seq` chained on `prev`."""
+        return chain_hash(prev, audit_payload(run_id, seq, kind, data, actor, now))
+
+    def append_audit(self, run_id: str, event: AuditEvent, *, actor: str = "system") -> int:
+        """Append an audit event (hash-chained).
+
+        Returns:
+            The event's sequence number (1, 2, ... per run).
+        """
+        return self._append_audits("append_audit", run_id, [(*self._audit_entry(event, actor), actor)])[0]
+
+    def append_audits(self, run_id: str, events: Sequence[tuple[AuditEvent, str]]) -> list[int]:
+        """Append `(event, actor)` pairs as consecutive audit events, in one statement: all of them
+        or, when one is refused, none (e.g. a gate verdict together with the tool's result).
+
+        Returns:
+            The events' sequence numbers, in order (an empty batch writes nothing and returns []).
+
+        Raises:
+            InvalidInputError: a pair, event or actor is bad (the message names its index;
+                nothing written).
+            RunNotFoundError: no run has this id.
+        """
+        given: Any = events  # checked as it came, whatever the annotation says
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+            raise InvalidInputError(f"events: expected a sequence of (event, actor) pairs, got {type(given).__name__}")
+        checked = []
+        for i, pair in enumerate(given):
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise InvalidInputError(f"events[{i}]: expected an (event, actor) pair, got {type(pair).__name__}")
+            event, actor = pair
+            checked.append((*self._audit_entry(event, actor, f"events[{i}]: "), actor))
+        return self._append_audits("append_audits", run_id, checked) if checked else []
+
+    def _append_audits(self, what: str, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]]) -> list[int]:
+        """Append checked events (from `_audit_entry`, each with its actor) consecutively."""
+        kinds = [parsed.kind for parsed, _data, _text, _actor in checked]
+        texts = [text for _parsed, _data, text, _actor in checked]
+        actors = [actor for _parsed, _data, _text, actor in checked]
+
+        def build(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], int, str]:
+            seqs, prevs, hashes = [], [], []
+            digest = prev
+            for offset, (parsed, data, _text, actor) in enumerate(checked, start=1):
+                prevs.append(digest)
+                digest = self._audit_hash(run_id, count + offset, digest, parsed.kind, data, actor, now)
+                seqs.append(count + offset)
+                hashes.append(digest)
+            return ({"run_id": run_id, "base": count, "count": seqs[-1], "prev": prev, "hash": digest, "now": now,
+                     "seqs": seqs, "kinds": kinds, "events": texts, "actors": actors, "prevs": prevs,
+                     "hashes": hashes}, seqs[-1], digest)
+
+        base = self._append_chained(what, "audit", run_id, _APPEND_SQL, build)
+        return list(range(base + 1, base + 1 + len(checked)))
+
+    def audit(self, run_id: str) -> list[AuditRecord]:
+        """The run's audit events, oldest first."""
+
+        def read(c: psycopg.Connection) -> list[AuditRecord]:
+            rows = _fetch(c, _READ_SQL, {"run_id": run_id})
+            if not rows:
+                raise RunNotFoundError(run_id)
+            self._remember_head(run_id, rows[0].head_count, rows[0].head_hash, "audit", newer_only=True)
+            out = []
+            for r in rows:
+                if r.seq is None:
+                    continue
+                try:
+                    event = audit_event_adapter.validate_python(r.event)
+                except ValidationError as exc:
+                    raise StoreError(f"audit event {r.seq} of run {run_id} does not parse: {_fields(exc)}") from exc
+                out.append(AuditRecord(seq=r.seq, kind=r.kind, event=event, actor=r.actor, created_at=r.created_at,
+                                       prev_hash=r.prev_hash, hash=r.hash))
+            return out
+
+        return self._autocommit("audit", read)

@@ -1,0 +1,159 @@
+"""A run's transcript: appending a message and reading entries back.
+
+Rules:
+
+- an append is one statement when the store's cached transcript head is right, and one read of
+  the head more when it is not (see `longrun.store.appends` for why that is safe);
+- what is appended is redacted first (thinking blocks excepted, see `_redact_message`), and its
+  size is checked before anything is written;
+- every read is one statement: a `LEFT JOIN` from the `runs` row tells an unknown run (no row)
+  from an empty range (one row of NULLs), and returns the chain head too, which the store
+  remembers for its next append.
+
+The payload each row's hash covers is defined in `longrun.store.chain`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from pydantic import ValidationError
+
+from longrun.errors import RunNotFoundError, StoreError
+from longrun.models import Message, Usage, canonical_json, chain_hash
+from longrun.store.appends import ChainAppendMixin
+from longrun.store.chain import transcript_payload
+from longrun.store.core import MAX_MESSAGE_BYTES, _check_int, _check_text_size, _fetch, _fields, _validate
+from longrun.store.records import TranscriptRecord
+
+_APPEND_SQL = """
+WITH upd AS (
+    UPDATE runs SET transcript_head = %(hash)s, transcript_count = %(seq)s
+    WHERE run_id = %(run_id)s AND transcript_head = %(prev)s AND transcript_count = %(seq)s - 1
+    RETURNING run_id
+)
+INSERT INTO transcript_entries
+    (run_id, seq, role, content, token_estimate, usage, turn, created_at, prev_hash, hash)
+SELECT run_id, %(seq)s::integer, %(role)s::text, %(content)s::json, %(token_estimate)s::integer,
+       %(usage)s::json, %(turn)s::integer, %(now)s::timestamptz, %(prev)s::text, %(hash)s::text
+FROM upd
+RETURNING seq
+"""
+"""One append, one round trip: entry `seq` chained on `prev`, written only if `prev` and `seq - 1`
+are the transcript head on `runs` (which the same statement moves)."""
+
+_COLUMNS = "t.seq, t.role, t.content, t.token_estimate, t.usage, t.turn, t.created_at, t.prev_hash, t.hash"
+
+_RANGE_SQL = f"""
+SELECT r.transcript_count AS head_count, r.transcript_head AS head_hash, {_COLUMNS}
+FROM runs r LEFT JOIN transcript_entries t
+  ON t.run_id = r.run_id AND t.seq > %(after)s::bigint
+    AND t.seq <= coalesce(%(through)s::bigint, 2147483647)
+WHERE r.run_id = %(run_id)s
+ORDER BY t.seq
+"""
+
+_LAST_SQL = f"""
+SELECT r.transcript_count AS head_count, r.transcript_head AS head_hash, {_COLUMNS}
+FROM runs r LEFT JOIN LATERAL (
+    SELECT * FROM transcript_entries e WHERE e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1
+) t ON true
+WHERE r.run_id = %(run_id)s
+"""
+
+
+class TranscriptMixin(ChainAppendMixin):
+    """The transcript: append-only, hash-chained, numbered 1, 2, ... per run."""
+
+    def last_transcript_entry(self, run_id: str) -> TranscriptRecord | None:
+        """The newest transcript entry of a run, or None for an empty transcript. Activities use
+        it to stay idempotent per turn (a retried model call or commit finds its own entry)."""
+        rows = self._autocommit("last_transcript_entry", lambda c: self._read_entries(c, _LAST_SQL, run_id, {}))
+        return rows[0] if rows else None
+
+    def append_transcript(
+        self,
+        run_id: str,
+        message: Message,
+        *,
+        token_estimate: int,
+        usage: Usage | None = None,
+        turn: int | None = None,
+    ) -> int:
+        """Append one message to the run's transcript (kept in full, hash-chained).
+
+        Returns:
+            The entry's sequence number (1, 2, ... per run).
+
+        Raises:
+            InvalidInputError: bad message, token estimate, usage or turn (nothing written).
+            RunNotFoundError: no run has this id.
+        """
+        msg, content, content_text, usage_json = self._transcript_entry(message, token_estimate, usage, turn)
+        usage_text = None if usage_json is None else canonical_json(usage_json)
+
+        def build(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], int, str]:
+            seq = count + 1
+            digest = self._transcript_hash(run_id, seq, prev, msg.role, content, token_estimate, usage_json, turn, now)
+            return ({"run_id": run_id, "seq": seq, "role": msg.role, "content": content_text,
+                     "token_estimate": token_estimate, "usage": usage_text, "turn": turn, "now": now,
+                     "prev": prev, "hash": digest}, seq, digest)
+
+        return self._append_chained("append_transcript", "transcript", run_id, _APPEND_SQL, build) + 1
+
+    def _transcript_entry(
+        self, message: Any, token_estimate: Any, usage: Any, turn: Any, *, what: str = "transcript message",
+        field: str = "message", estimate_field: str = "token_estimate",
+    ) -> tuple[Message, dict[str, Any], str, dict[str, Any] | None]:
+        """Check and redact a transcript entry before anything is written: the parsed message,
+        its redacted JSON content (what is stored and hashed), that content as canonical JSON
+        text (what the append statement sends) and the usage JSON.
+        `what`, `field` and `estimate_field` are how an error names the message and the arguments.
+
+        Raises:
+            InvalidInputError: bad message, token estimate, usage or turn, or the message is too big.
+        """
+        msg: Message = _validate(Message, message, what)
+        _check_int(estimate_field, token_estimate, minimum=0)
+        _check_int("turn", turn, minimum=0, optional=True)
+        usage_json = None if usage is None else _validate(Usage, usage, "usage").model_dump(mode="json")
+        content = self._redact_message(msg.model_dump(mode="json"))
+        content_text = canonical_json(content)
+        _check_text_size(field, content_text, MAX_MESSAGE_BYTES, "store large tool output as an artifact and reference it")
+        return msg, content, content_text, usage_json
+
+    @staticmethod
+    def _transcript_hash(
+        run_id: str, seq: int, prev: str, role: str, content: dict[str, Any], token_estimate: int,
+        usage_json: dict[str, Any] | None, turn: int | None, now: datetime,
+    ) -> str:
+        """The chain hash of transcript entry `seq` chained on `prev`."""
+        return chain_hash(prev, transcript_payload(run_id, seq, role, content, token_estimate, usage_json, turn, now))
+
+    def transcript(self, run_id: str, *, after_seq: int = 0, through_seq: int | None = None) -> list[TranscriptRecord]:
+        """Transcript entries with `after_seq < seq <= through_seq`, in order."""
+        _check_int("after_seq", after_seq, minimum=0)
+        _check_int("through_seq", through_seq, minimum=0, optional=True)
+        params = {"after": after_seq, "through": through_seq}
+        return self._autocommit("transcript", lambda c: self._read_entries(c, _RANGE_SQL, run_id, params))
+
+    def _read_entries(self, c: psycopg.Connection, sql: str, run_id: str, params: dict[str, Any]) -> list[TranscriptRecord]:
+        """Run a transcript read (one statement joined from the `runs` row), remember the head it
+        returned, and parse the entries."""
+        rows = _fetch(c, sql, {"run_id": run_id, **params})
+        if not rows:
+            raise RunNotFoundError(run_id)
+        self._remember_head(run_id, rows[0].head_count, rows[0].head_hash, "transcript", newer_only=True)
+        return [self._transcript_record(run_id, r) for r in rows if r.seq is not None]
+
+    @staticmethod
+    def _transcript_record(run_id: str, r: Any) -> TranscriptRecord:
+        try:
+            message = Message.model_validate(r.content)
+            usage = None if r.usage is None else Usage.model_validate(r.usage)
+        except ValidationError as exc:
+            raise StoreError(f"transcript entry {r.seq} of run {run_id} does not parse: {_fields(exc)}") from exc
+        return TranscriptRecord(seq=r.seq, role=r.role, message=message, token_estimate=r.token_estimate,
+                                usage=usage, turn=r.turn, created_at=r.created_at, prev_hash=r.prev_hash, hash=r.hash)
