@@ -7,14 +7,18 @@ Rules:
   nothing ever changes stored bytes;
 - a projection is never written over a newer one: it is refused when the head state moved past the
   version the compaction started from, or when an equal or newer projection version is stored
-  (`StaleProjectionError`); projections are append-only, the newest is current.
+  (`StaleProjectionError`); projections are append-only, the newest is current;
+- `put_artifact`, `get_artifact`, `has_artifact` and `latest_projection` are one statement each
+  (autocommit); `save_projection` is a transaction (it locks the head state while it checks).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
 from pydantic import ValidationError
 from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from longrun.errors import RunNotFoundError, StaleStateError, StoreError
@@ -29,10 +33,27 @@ from longrun.store.core import (
     _check_int,
     _check_size,
     _check_text,
+    _fetch_one,
     _fields,
     _validate,
 )
 from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
+
+_PUT_SQL = """
+INSERT INTO artifacts (sha256, data, media_type, size, created_at)
+VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
+ON CONFLICT (sha256) DO NOTHING
+"""
+"""One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op."""
+
+_LATEST_PROJECTION_SQL = """
+SELECT p.version, p.base_state_version, p.covers_through_seq, p.content, p.report
+FROM runs r LEFT JOIN LATERAL (
+    SELECT * FROM projections x WHERE x.run_id = r.run_id ORDER BY x.version DESC LIMIT 1
+) p ON true
+WHERE r.run_id = %(run_id)s
+"""
+"""The newest projection, joined from the `runs` row: no row means no such run, NULLs no projection."""
 
 
 class ArtifactsMixin(StoreCore):
@@ -52,33 +73,34 @@ class ArtifactsMixin(StoreCore):
         _check_text("media_type", media_type, 200, nonempty=True)
         digest = sha256_hex(blob)
 
-        def tx(s: Session) -> None:
-            s.execute(
-                pg_insert(ArtifactRow)
-                .values(sha256=digest, data=blob, media_type=media_type, size=len(blob), created_at=utcnow())
-                .on_conflict_do_nothing(index_elements=[ArtifactRow.sha256])
-            )
+        def write(c: psycopg.Connection) -> None:
+            c.execute(_PUT_SQL, {"sha256": digest, "data": blob, "media_type": media_type, "size": len(blob),
+                                 "now": utcnow()})
 
-        self._tx("put_artifact", tx)
+        self._autocommit("put_artifact", write)
         return digest
 
     def get_artifact(self, sha256: str) -> bytes:
         """Raises:
         StoreError: no artifact has this hash."""
 
-        def tx(s: Session) -> bytes:
-            data = s.scalar(select(ArtifactRow.data).where(ArtifactRow.sha256 == sha256))
-            if data is None:
+        def read(c: psycopg.Connection) -> bytes:
+            # binary results: the bytes as they are, not hex text to decode
+            row = c.execute("SELECT data FROM artifacts WHERE sha256 = %(sha256)s", {"sha256": sha256},
+                            binary=True).fetchone()
+            if row is None:
                 raise StoreError(f"no artifact with sha256 {sha256}: it was never stored (check the reference)")
-            return bytes(data)
+            return bytes(row[0])
 
-        return self._tx("get_artifact", tx)
+        return self._autocommit("get_artifact", read)
 
     def has_artifact(self, sha256: str) -> bool:
-        return self._tx(
-            "has_artifact",
-            lambda s: s.scalar(select(func.count()).select_from(ArtifactRow).where(ArtifactRow.sha256 == sha256)) == 1,
-        )
+        def read(c: psycopg.Connection) -> bool:
+            row = c.execute("SELECT EXISTS (SELECT FROM artifacts WHERE sha256 = %(sha256)s)",
+                            {"sha256": sha256}).fetchone()
+            return row is not None and row[0] is True
+
+        return self._autocommit("has_artifact", read)
 
     def resolve_artifact_prefix(self, prefix: str) -> str:
         """The full sha256 of the one artifact whose hash starts with `prefix` (12 to 64 lowercase
@@ -147,7 +169,8 @@ class ArtifactsMixin(StoreCore):
         return self._tx("save_projection", tx)
 
     @staticmethod
-    def _projection(run_id: str, row: ProjectionRow) -> Projection:
+    def _projection(run_id: str, row: Any) -> Projection:
+        """A projection of a `projections` row (an ORM row or a named tuple with its columns)."""
         try:
             return Projection(
                 version=row.version, base_state_version=row.base_state_version,
@@ -161,15 +184,13 @@ class ArtifactsMixin(StoreCore):
     def latest_projection(self, run_id: str) -> Projection | None:
         """The newest projection of the run, or None before the first compaction."""
 
-        def tx(s: Session) -> Projection | None:
-            self._require_run(s, run_id)
-            row = s.scalars(
-                select(ProjectionRow).where(ProjectionRow.run_id == run_id)
-                .order_by(ProjectionRow.version.desc()).limit(1)
-            ).one_or_none()
-            return None if row is None else self._projection(run_id, row)
+        def read(c: psycopg.Connection) -> Projection | None:
+            row = _fetch_one(c, _LATEST_PROJECTION_SQL, {"run_id": run_id})
+            if row is None:
+                raise RunNotFoundError(run_id)
+            return None if row.version is None else self._projection(run_id, row)
 
-        return self._tx("latest_projection", tx)
+        return self._autocommit("latest_projection", read)
 
     def projections(self, run_id: str) -> list[Projection]:
         """Every projection of the run, oldest first."""

@@ -8,6 +8,9 @@ Rules:
   already set (they are computed before anything is written, on the genesis hash), and after it
   commits the store remembers those heads, so the run's first compare-and-set and appends need
   no read of them;
+- reading a run (`get_run`, `load_spec`, `get_calibration`) is one statement, and so is each
+  change of its row (`set_run_status`, `set_calibration`: an `UPDATE ... RETURNING` whose empty
+  answer means the run does not exist);
 - the run's objective and constraints are redacted before they are stored, in the spec, the state
   and the audit event alike.
 """
@@ -16,10 +19,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
+import psycopg
 from pydantic import ValidationError
-from sqlalchemy import CursorResult, insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -37,6 +41,7 @@ from longrun.store.core import (
     _check_run_id,
     _check_size,
     _check_text,
+    _fetch_one,
     _fields,
     _sqlstate,
     _validate,
@@ -52,6 +57,9 @@ from longrun.store.tables import (
     core_table,
 )
 from longrun.store.transcript import TranscriptMixin
+
+_GET_SQL = ("SELECT run_id, spec, model, status, reason, parent_run_id, created_at, updated_at "
+            "FROM runs WHERE run_id = %(run_id)s")
 
 
 class RunsMixin(TranscriptMixin, AuditMixin):
@@ -167,13 +175,13 @@ class RunsMixin(TranscriptMixin, AuditMixin):
         """Raises:
         RunNotFoundError: no run has this id."""
 
-        def tx(s: Session) -> RunRecord:
-            row = s.get(RunRow, run_id)
+        def read(c: psycopg.Connection) -> RunRecord:
+            row = _fetch_one(c, _GET_SQL, {"run_id": run_id})
             if row is None:
                 raise RunNotFoundError(run_id)
             return self._run_record(row)
 
-        return self._tx("get_run", tx)
+        return self._autocommit("get_run", read)
 
     def list_runs(self, limit: int = 50, parent_run_id: str | None = None) -> list[RunRecord]:
         """Newest runs first; only the children of `parent_run_id` when it is given."""
@@ -201,14 +209,18 @@ class RunsMixin(TranscriptMixin, AuditMixin):
             raise InvalidInputError(f"status: {status!r} is not one of {allowed}") from None
         _check_text("reason", reason, MAX_TEXT)
 
-        def tx(s: Session) -> None:
-            res = s.execute(
-                update(RunRow).where(RunRow.run_id == run_id).values(status=value, reason=reason, updated_at=utcnow())
-            )
-            if cast("CursorResult[Any]", res).rowcount != 1:  # an UPDATE's result is a cursor result
+        self._update_run("set_run_status", run_id, "status = %(status)s, reason = %(reason)s",
+                         {"status": value, "reason": reason})
+
+    def _update_run(self, what: str, run_id: str, assignments: str, params: dict[str, Any]) -> None:
+        """One `UPDATE runs SET <assignments>, updated_at = now` of the run, in one statement."""
+        sql = f"UPDATE runs SET {assignments}, updated_at = %(now)s WHERE run_id = %(run_id)s RETURNING run_id"
+
+        def write(c: psycopg.Connection) -> None:
+            if c.execute(sql, {**params, "run_id": run_id, "now": utcnow()}).fetchone() is None:
                 raise RunNotFoundError(run_id)
 
-        self._tx("set_run_status", tx)
+        self._autocommit(what, write)
 
     def load_spec(self, run_id: str) -> RunSpec:
         return self.get_run(run_id).spec
@@ -216,13 +228,13 @@ class RunsMixin(TranscriptMixin, AuditMixin):
     def get_calibration(self, run_id: str) -> dict[str, Any]:
         """The run's token-estimator calibration (empty until first set)."""
 
-        def tx(s: Session) -> dict[str, Any]:
-            value = s.scalar(select(RunRow.calibration).where(RunRow.run_id == run_id))
-            if value is None:
+        def read(c: psycopg.Connection) -> dict[str, Any]:
+            row = c.execute("SELECT calibration FROM runs WHERE run_id = %(run_id)s", {"run_id": run_id}).fetchone()
+            if row is None:
                 raise RunNotFoundError(run_id)
-            return dict(value)
+            return dict(row[0])
 
-        return self._tx("get_calibration", tx)
+        return self._autocommit("get_calibration", read)
 
     def set_calibration(self, run_id: str, data: dict[str, Any]) -> None:
         """Replace the run's calibration data (a JSON object)."""
@@ -234,13 +246,4 @@ class RunsMixin(TranscriptMixin, AuditMixin):
             raise InvalidInputError(f"calibration: not JSON-serializable: {exc}") from exc
         if len(text) > MAX_CALIBRATION_BYTES:
             raise InvalidInputError(f"calibration: {len(text):,} bytes is over the limit of {MAX_CALIBRATION_BYTES:,}")
-        value = json.loads(text)
-
-        def tx(s: Session) -> None:
-            res = s.execute(
-                update(RunRow).where(RunRow.run_id == run_id).values(calibration=value, updated_at=utcnow())
-            )
-            if cast("CursorResult[Any]", res).rowcount != 1:  # an UPDATE's result is a cursor result
-                raise RunNotFoundError(run_id)
-
-        self._tx("set_calibration", tx)
+        self._update_run("set_calibration", run_id, "calibration = %(calibration)s::jsonb", {"calibration": text})

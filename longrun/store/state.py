@@ -9,7 +9,9 @@ Rules:
   history row and the move of the chain head on `runs` commit together or not at all. The history
   row's hash is computed here, as for every chain, on the `prev_hash` the store last saw for that
   version; the statement writes only if `runs.state_head` still is that hash, so a wrong guess
-  writes nothing and is corrected from the database.
+  writes nothing and is corrected from the database;
+- reading the head (`load_state`, `head_version`) is one statement, and tells the store the head's
+  chain hash for the next compare-and-set.
 
 State v1 is not written here: `create_run` writes it with the run (see `longrun.store.runs`).
 """
@@ -40,7 +42,7 @@ from longrun.store.core import (
     _validate,
 )
 from longrun.store.records import StateVersionRecord
-from longrun.store.tables import ACTOR_MAX, TaskStateRow, TaskStateVersionRow
+from longrun.store.tables import ACTOR_MAX, TaskStateVersionRow
 
 _CAS_SQL = """
 WITH upd AS (
@@ -108,15 +110,18 @@ class StateMixin(StoreCore):
         return self._autocommit("load_state", tx)
 
     def head_version(self, run_id: str) -> int:
-        """The head `state_version` of a run (cheaper than `load_state`)."""
+        """The head `state_version` of a run (cheaper than `load_state`; one statement, which also
+        tells the store the head's chain hash)."""
 
-        def tx(s: Session) -> int:
-            v = s.scalar(select(TaskStateRow.state_version).where(TaskStateRow.run_id == run_id))
-            if v is None:
+        def read(c: psycopg.Connection) -> int:
+            head = c.execute(_HEAD_SQL, {"run_id": run_id}).fetchone()
+            if head is None:
                 raise RunNotFoundError(run_id)
-            return v
+            version, digest = head
+            self._remember_head(run_id, version, digest)  # the hash a compare-and-set on it chains on
+            return int(version)
 
-        return self._tx("head_version", tx)
+        return self._autocommit("head_version", read)
 
     def compare_and_set(
         self, run_id: str, expected_version: int, new_state: TaskState, actor: str, reason: str
