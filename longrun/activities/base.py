@@ -25,11 +25,12 @@ from typing import Any
 from temporalio import activity
 
 from longrun.activities.prompts import SYSTEM_PROMPT
+from longrun.activities.scope import ScopedAccess, ScopeSlot
 from longrun.context import Calibration, fit_request, render_request
-from longrun.errors import ContextOverflow, InvalidToolCall
+from longrun.errors import ContextOverflow
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.context import Projection, TranscriptItem
-from longrun.models.io import StateBrief, ToolCallRef
+from longrun.models.io import StateBrief
 from longrun.models.provider import ModelRequest
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
@@ -71,12 +72,13 @@ class Deps:
     heartbeat_every: float = 2.0
 
 
-class ActivityBase:
+class ActivityBase(ScopedAccess):
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.store = deps.store
         self.registry = deps.registry
         self.redactor = deps.redactor or default_redactor()
+        self._slot = ScopeSlot()
         self._specs: OrderedDict[str, RunSpec] = OrderedDict()
         self._specs_lock = threading.Lock()
 
@@ -114,16 +116,6 @@ class ActivityBase:
             before=before,
         )
 
-    def tool_call(self, run_id: str, call: ToolCallRef) -> tuple[str, dict[str, Any]]:
-        """The tool name and arguments of a call, read back from the transcript."""
-        entries = self.store.transcript(run_id, after_seq=call.seq - 1, through_seq=call.seq)
-        if not entries:
-            raise InvalidToolCall(f"transcript entry {call.seq} of run {run_id} is missing")
-        for block in entries[0].message.content:
-            if isinstance(block, ToolUseBlock) and block.id == call.call_id:
-                return block.name, dict(block.input)
-        raise InvalidToolCall(f"tool call {call.call_id} not found in entry {call.seq} of run {run_id}")
-
     def tool_call_for_action(self, run_id: str, action_id: str) -> tuple[str, dict[str, Any]] | None:
         """Find the tool_use an effect's action id points at (turn and call index)."""
         turn, index = parse_action_id(action_id)
@@ -141,24 +133,17 @@ class ActivityBase:
 
         Raises:
             StaleStateError: the head moved past `version`; nothing was written."""
-        return self.store.update_state(run_id, version, mutate, actor, reason)
+        return self.note_state(self.store.update_state(run_id, version, mutate, actor, reason))
 
     def reapply_on_head(
         self, run_id: str, mutate: Callable[[TaskState], TaskState], actor: str, reason: str
     ) -> TaskState:
         """Compare-and-set on the current head, re-applied on a lost race (see
         `Store.reapply_on_head`: only for changes that do not depend on what the state said)."""
-        return self.store.reapply_on_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS)
+        return self.note_state(self.store.reapply_on_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS))
 
     def items(self, entries: list[TranscriptRecord]) -> list[TranscriptItem]:
         return [TranscriptItem(seq=e.seq, message=e.message) for e in entries]
-
-    def calibration(self, run_id: str) -> Calibration:
-        data = self.store.get_calibration(run_id) or {}
-        try:
-            return Calibration.model_validate(data)
-        except ValueError:
-            return Calibration()
 
     def build_request(
         self, run_id: str, limit_override: int | None = None, limit_hard: int | None = None
@@ -168,7 +153,7 @@ class ActivityBase:
         `limit_hard`, the most the provider's own numbers admit)."""
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.model)
-        state = self.store.load_state(run_id)
+        state = self.head(run_id)
         projection = self.store.latest_projection(run_id)
         after = projection.covers_through_seq if projection else 0
         entries = self.store.transcript(run_id, after_seq=after)

@@ -42,7 +42,7 @@ class ChildActivities(ActivityBase):
         objective = child_objective(str(arguments.get("brief", "")), paths)
         spec = RunSpec(
             objective=objective,
-            constraints=list(self.store.load_state(inp.run_id).constraints),
+            constraints=list(self.head(inp.run_id).constraints),
             workspace=parent.workspace,
             approvers=[],
             allowed_commands=[],
@@ -79,7 +79,7 @@ class ChildActivities(ActivityBase):
             text, is_error = shape_answer(answers[-1] if answers else ""), False
         text = self.redactor.redact(text)
         sha = self.store.put_artifact(text.encode("utf-8"))
-        self.store.append_audit(
+        self.audit(
             inp.run_id,
             ToolRan(
                 tool="task", call_id=inp.call.call_id, is_error=is_error, artifact_sha256=sha,

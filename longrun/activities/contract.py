@@ -14,9 +14,10 @@ through the workflow sandbox.
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from temporalio import activity
 
@@ -168,7 +169,8 @@ def declarations() -> dict[str, Callable[..., Any]]:
 
 
 def implements(declaration: Callable[..., Any]) -> Callable[[F], F]:
-    """Mark a method as the implementation of `declaration`: same activity name, same signature.
+    """Mark a method as the implementation of `declaration`: same activity name, same signature,
+    and each call in its own read scope (the instance's `scope()`, see `longrun.activities.scope`).
 
     Raises:
         TypeError: at import, when the parameter or result types differ from the declaration's.
@@ -180,8 +182,16 @@ def implements(declaration: Callable[..., Any]) -> Callable[[F], F]:
         got = _signature(fn)
         if got != wanted:
             raise TypeError(f"{fn.__qualname__} implements activity {name!r} as {got}, but it is declared as {wanted}")
-        setattr(fn, _NAME, name)
-        return activity.defn(name=name)(fn)
+
+        @functools.wraps(fn)
+        def in_scope(self: Any, inp: Any) -> Any:
+            # every call runs in its own read scope (longrun.activities.scope); one activity
+            # calling another's steps in-process joins the caller's
+            with self.scope():
+                return fn(self, inp)
+
+        setattr(in_scope, _NAME, name)
+        return cast(F, activity.defn(name=name)(in_scope))
 
     return mark
 

@@ -50,7 +50,7 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
             if trigger:
                 return TurnResult(outcome="compact", state=commit.state, commit=commit, trigger=trigger)
         elif inp.operator_compact:
-            return TurnResult(outcome="compact", state=brief(self.store.load_state(inp.run_id)), trigger="operator")
+            return TurnResult(outcome="compact", state=brief(self.head(inp.run_id)), trigger="operator")
         reconciled = self.reconcile(RunRef(run_id=inp.run_id))
         if reconciled.undecidable:
             return TurnResult(
@@ -68,7 +68,7 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
     def tool_step(self, inp: ToolStepInput) -> ToolStepResult:
         """See the module docstring."""
         action_id = action_id_for(inp.run_id, inp.turn, inp.call.index)
-        head = self.store.load_state(inp.run_id)
+        head = self.head(inp.run_id)
         if head.effect(action_id) is not None:
             # an earlier attempt passed the gate and wrote the intent: resume at the run
             ran = self.run_tool(self._run_input(inp, action_id, head.state_version))

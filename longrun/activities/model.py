@@ -16,7 +16,6 @@ from longrun.models.blocks import Message, TextBlock
 from longrun.models.context import CompactionReport
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import Usage
-from longrun.store import TranscriptRecord
 
 _TOO_LONG = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
 OVERFLOW_MARGIN = 0.9
@@ -65,9 +64,13 @@ class ModelActivities(ActivityBase):
         Idempotent per turn: if this turn's assistant message is already in the transcript (a
         retry after a crash), it is returned without calling the model again."""
         run_id = inp.run_id
-        last = self.store.last_transcript_entry(run_id)
+        last = self.last_entry(run_id)
         if last is not None and last.role == "assistant" and last.turn == inp.turn:
-            return self._result(last, replayed=True, estimated=last.token_estimate, calibrated=0)
+            entry = self.store.transcript(run_id, after_seq=last.seq - 1, through_seq=last.seq)[0]
+            return self._result(
+                entry.seq, entry.message, entry.usage, entry.token_estimate, replayed=True,
+                estimated=entry.token_estimate, calibrated=0,
+            )
 
         calibrated = 0
         try:
@@ -81,7 +84,7 @@ class ModelActivities(ActivityBase):
             if response.stop_reason == "model_context_window_exceeded":
                 raise ContextOverflow("the model stopped: model_context_window_exceeded")
         except ProviderError as exc:
-            self.store.append_audit(run_id, ErrorRecorded(where="model_call", message=self.redactor.redact(str(exc))))
+            self.audit(run_id, ErrorRecorded(where="model_call", message=self.redactor.redact(str(exc))))
             if isinstance(exc, ContextOverflow):
                 # ceilings for the retry travel back: below what overflowed, by the provider's own ratio
                 raise ContextOverflow(
@@ -89,13 +92,12 @@ class ModelActivities(ActivityBase):
                 ) from exc
             raise
 
-        self.store.set_calibration(run_id, calibration.update(estimated, response.usage.total_input).model_dump())
+        self.save_calibration(run_id, calibration.update(estimated, response.usage.total_input))
         content = list(response.content) or [TextBlock(text="(the model returned no content)")]
         message = Message(role="assistant", content=content)
-        seq = self.store.append_transcript(
-            run_id, message, token_estimate=estimate_message(message), usage=response.usage, turn=inp.turn
-        )
-        self.store.append_audit(
+        tokens = estimate_message(message)
+        seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn)
+        self.audit(
             run_id,
             ModelCalled(
                 turn=inp.turn,
@@ -108,20 +110,23 @@ class ModelActivities(ActivityBase):
                 projection_version=projection.version if projection else None,
             ),
         )
-        entry = self.store.transcript(run_id, after_seq=seq - 1, through_seq=seq)[0]
-        return self._result(entry, replayed=False, estimated=estimated, calibrated=calibrated)
+        return self._result(seq, message, response.usage, tokens, replayed=False, estimated=estimated, calibrated=calibrated)
 
     @staticmethod
-    def _result(entry: TranscriptRecord, *, replayed: bool, estimated: int, calibrated: int) -> ModelCallResult:
-        uses = entry.message.tool_uses()
+    def _result(
+        seq: int, message: Message, usage: Usage | None, tokens: int, *, replayed: bool, estimated: int, calibrated: int
+    ) -> ModelCallResult:
+        """The call's result from the assistant message it appended (entry `seq`)."""
+        uses = message.tool_uses()
         return ModelCallResult(
-            assistant_seq=entry.seq,
-            tool_calls=[ToolCallRef(call_id=u.id, name=u.name, index=i, seq=entry.seq) for i, u in enumerate(uses)],
+            assistant_seq=seq,
+            tool_calls=[ToolCallRef(call_id=u.id, name=u.name, index=i, seq=seq) for i, u in enumerate(uses)],
             stop_reason="tool_use" if uses else "end_turn",
-            usage=entry.usage or Usage(),
+            usage=usage or Usage(),
             estimated_tokens=estimated,
             calibrated_tokens=calibrated,
             replayed=replayed,
+            assistant_tokens=tokens,
         )
 
     def summarizer_for(self, model: str) -> Summarizer:
@@ -137,7 +142,7 @@ class ModelActivities(ActivityBase):
         run_id = inp.run_id
         started = time.perf_counter()
         spec = self.spec(run_id)
-        state = self.store.load_state(run_id)
+        state = self.head(run_id)
         if state.state_version != inp.base_state_version:
             return self._stale(run_id, inp, started, None)
         provider = self.deps.provider_for(spec.model)
@@ -167,12 +172,12 @@ class ModelActivities(ActivityBase):
             version = self.store.save_projection(run_id, projection, expected_state_version=inp.base_state_version)
         except StaleStateError:
             return self._stale(run_id, inp, started, report)
-        self.store.append_audit(run_id, CompactionDone(projection_version=version, report=report))
+        self.audit(run_id, CompactionDone(projection_version=version, report=report))
         return CompactResult(outcome=report.outcome, projection_version=version, report=report)
 
     def _stale(self, run_id: str, inp: CompactInput, started: float, report: CompactionReport | None) -> CompactResult:
         report = (report or CompactionReport(trigger=inp.trigger, base_state_version=inp.base_state_version)).model_copy(
             update={"outcome": "stale", "duration_ms": (time.perf_counter() - started) * 1000}
         )
-        self.store.append_audit(run_id, CompactionDone(projection_version=None, report=report))
+        self.audit(run_id, CompactionDone(projection_version=None, report=report))
         return CompactResult(outcome="stale", projection_version=None, report=report)

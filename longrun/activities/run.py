@@ -56,13 +56,13 @@ class RunActivities(ActivityBase):
             approval_ttl_seconds=spec.approval_ttl_seconds,
             model=spec.model,
             subagent_width=spec.subagent_width,
-            state=brief(self.store.load_state(inp.run_id)),
+            state=brief(self.head(inp.run_id)),
             status=record.status,
         )
 
     @implements(Activities.record_event)
     def record_event(self, inp: RecordEventInput) -> None:
-        self.store.append_audit(inp.run_id, inp.event, actor=inp.actor)
+        self.audit(inp.run_id, inp.event, actor=inp.actor)
 
     @implements(Activities.grant_approval)
     def grant_approval(self, inp: GrantInput) -> StateBrief:
@@ -84,11 +84,11 @@ class RunActivities(ActivityBase):
             )
             return state.model_copy(update={"approvals": [*state.approvals, approval]})
 
-        head = self.store.load_state(inp.run_id)
+        head = self.head(inp.run_id)
         if any(a.id == inp.approval_id for a in head.approvals):
             return brief(head)
         new = self.reapply_on_head(inp.run_id, mutate, f"human:{inp.approver}", f"approval {inp.approval_id}")
-        self.store.append_audit(
+        self.audit(
             inp.run_id,
             ApprovalGranted(
                 approval_id=inp.approval_id, approver=inp.approver, expires_at=inp.expires_at, action_hash=inp.action_hash
@@ -103,7 +103,8 @@ class RunActivities(ActivityBase):
         then decide whether the compaction hook fires. Idempotent per turn."""
         run_id = inp.run_id
         seq = None
-        last = self.store.last_transcript_entry(run_id)
+        results_tokens: int | None = None
+        last = self.last_entry(run_id)
         already = last is not None and last.role == "user" and last.turn == inp.turn and last.seq > inp.assistant_seq
         if inp.results and not already:
             blocks = []
@@ -118,16 +119,20 @@ class RunActivities(ActivityBase):
                     extra["longrun_artifact"] = ref.artifact_sha256
                 blocks.append(ToolResultBlock.model_validate({**block.model_dump(), **extra}))
             message = Message(role="user", content=blocks)
-            seq = self.store.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=inp.turn)
+            results_tokens = estimate_message(message)
+            seq = self.append_transcript(run_id, message, token_estimate=results_tokens, turn=inp.turn)
         elif already and last is not None:
             seq = last.seq
-        state = self.store.load_state(run_id)
+        state = self.head(run_id)
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.model)
         try:
             if inp.sent_tokens_estimated is not None:
                 # what the model was just sent, plus what this turn added: no second render per turn
-                added = sum(e.token_estimate for e in self.store.transcript(run_id, after_seq=inp.assistant_seq - 1))
+                if inp.assistant_tokens is not None and (results_tokens is not None or not inp.results):
+                    added = inp.assistant_tokens + (results_tokens or 0)
+                else:
+                    added = sum(e.token_estimate for e in self.store.transcript(run_id, after_seq=inp.assistant_seq - 1))
                 calibrated = self.calibration(run_id).apply(inp.sent_tokens_estimated + added)
             else:
                 request, calibration, _p, _e, provider = self.build_request(run_id)
@@ -159,7 +164,7 @@ class RunActivities(ActivityBase):
         else:
             raise InvalidInputError("an instruction needs an instruction_id")
         message = Message.user_text(("New constraint from the user: " if inp.constraint else "") + text)
-        seq = self.store.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=inp.turn)
+        seq = self.append_transcript(run_id, message, token_estimate=estimate_message(message), turn=inp.turn)
 
         def mutate(state: TaskState) -> TaskState:
             update: dict[str, Any] = {}
@@ -169,11 +174,11 @@ class RunActivities(ActivityBase):
                 update["next_action"] = NextAction.inspect
             return state.model_copy(update=update)
 
-        head = self.store.load_state(run_id)
+        head = self.head(run_id)
         state = head
         if mutate(head) != head:
             state = self.reapply_on_head(run_id, mutate, "human", "instruction via say")
-        self.store.append_audit(
+        self.audit(
             run_id, Steered(text=self.redactor.redact(text), as_constraint=inp.constraint, transcript_seq=seq), actor="human"
         )
         return SteerResult(transcript_seq=seq, state=brief(state))
@@ -193,4 +198,4 @@ class RunActivities(ActivityBase):
         if record.status == inp.status:
             return
         self.store.set_run_status(inp.run_id, inp.status, inp.reason)
-        self.store.append_audit(inp.run_id, RunFinished(status=inp.status, reason=self.redactor.redact(inp.reason)))
+        self.audit(inp.run_id, RunFinished(status=inp.status, reason=self.redactor.redact(inp.reason)))

@@ -75,7 +75,7 @@ class ToolActivities(ActivityBase):
         """Check the invariants over the persisted state; audit the verdict."""
         run_id = inp.run_id
         spec = self.spec(run_id)
-        state = self.store.load_state(run_id)
+        state = self.head(run_id)
         name, arguments = self.tool_call(run_id, inp.call)
         action_id = action_id_for(run_id, inp.turn, inp.call.index)
         proposed = inp.proposed_version or state.state_version
@@ -112,7 +112,7 @@ class ToolActivities(ActivityBase):
             )
         )
         reason = self.redactor.redact(decision.reason)
-        self.store.append_audit(
+        self.audit(
             run_id,
             GateVerdict(
                 action_id=action_id,
@@ -147,14 +147,14 @@ class ToolActivities(ActivityBase):
         call already wrote (the worker died before answering) is found and its attempt counted."""
         name, arguments = self.tool_call(inp.run_id, inp.call)
         tool = self.registry.get(name)
-        head = self.store.load_state(inp.run_id)
+        head = self.head(inp.run_id)
         existing = head.effect(inp.action_id)
         if existing is not None:
             attempt = existing.attempts + 1
             new = self.reapply_on_head(
                 inp.run_id, lambda s: _count_attempt(s, inp.action_id, attempt), "ledger", f"attempt {attempt} of {inp.action_id}"
             )
-            self.store.append_audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=attempt))
+            self.audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=attempt))
             return IntentResult(state_version=new.state_version, attempt=attempt, state=brief(new))
         if head.state_version != inp.expected_version:
             return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
@@ -178,9 +178,9 @@ class ToolActivities(ActivityBase):
         try:
             new = self.write_at(inp.run_id, inp.expected_version, mutate, "ledger", f"intent {inp.action_id}")
         except StaleStateError:
-            head = self.store.load_state(inp.run_id)
+            head = self.fresh_head(inp.run_id)
             return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
-        self.store.append_audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=1))
+        self.audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=1))
         return IntentResult(state_version=new.state_version, attempt=1, state=brief(new))
 
     @implements(Activities.run_tool)
@@ -197,7 +197,7 @@ class ToolActivities(ActivityBase):
         if tool.kind == "state":
             applied = self._run_state_tool(run_id, tool, arguments, inp)
             if applied is None:
-                head = self.store.load_state(run_id)
+                head = self.fresh_head(run_id)
                 stale = ToolResultRef(call_id=inp.call.call_id, tool=name, is_error=True, error_text="stale")
                 return RunToolResult(result=stale, state=brief(head), outcome="stale")
             text, is_error = applied
@@ -206,7 +206,7 @@ class ToolActivities(ActivityBase):
         else:
             text, is_error, effect_status = self._run_effect(run_id, tool, arguments, ctx, inp)
         ref = self._store_result(run_id, inp, name, text, is_error)
-        state = self.store.load_state(run_id)
+        state = self.head(run_id)
         return RunToolResult(result=ref, state=brief(state), effect_status=effect_status)
 
     def _run_state_tool(
@@ -239,7 +239,7 @@ class ToolActivities(ActivityBase):
         self, run_id: str, tool: Tool, arguments: dict[str, Any], ctx: ToolContext, inp: RunToolInput
     ) -> tuple[str, bool, str]:
         assert tool.run is not None
-        state = self.store.load_state(run_id)
+        state = self.head(run_id)
         effect = state.effect(inp.action_id)
         if effect is None:
             raise InvalidToolCall(f"no intent recorded for {inp.action_id}: effects run only after their intent")
@@ -255,7 +255,7 @@ class ToolActivities(ActivityBase):
             self.reapply_on_head(
                 run_id, lambda s: _count_attempt(s, inp.action_id, attempts), "ledger", f"attempt {attempts} of {inp.action_id}"
             )
-            self.store.append_audit(run_id, EffectIntent(action_id=inp.action_id, tool=tool.name, attempt=attempts))
+            self.audit(run_id, EffectIntent(action_id=inp.action_id, tool=tool.name, attempt=attempts))
         if (retry or effect.attempts > 1) and tool.reconcile is not None:
             verdict = tool.reconcile(arguments, self.tool_context(run_id, inp.action_id, inp.now, before=effect.before))
             if verdict.status == "confirmed":
@@ -263,6 +263,7 @@ class ToolActivities(ActivityBase):
                 return f"already applied (reconciled, external id {verdict.external_id})", False, "confirmed"
             if verdict.status == "undecidable":
                 raise EffectUndecidable(f"cannot tell whether {inp.action_id} happened: {verdict.detail}")
+        self.flush_before_effect()  # the verdict and the intent are in the audit before the effect runs
         try:
             with self.heartbeating():
                 outcome = tool.run(arguments, ctx)
@@ -281,7 +282,7 @@ class ToolActivities(ActivityBase):
         self.reapply_on_head(
             run_id, lambda s: _settle(s, action_id, status, external_id, detail), "ledger", f"settle {action_id}: {status.value}"
         )
-        self.store.append_audit(
+        self.audit(
             run_id,
             EffectSettled(
                 action_id=action_id, tool=tool_name, status=status.value, external_id=external_id, how=how,
@@ -293,7 +294,7 @@ class ToolActivities(ActivityBase):
         text = self.redactor.redact(text)
         sha = self.store.put_artifact(text.encode("utf-8"))
         first = text.splitlines()[0][:200] if text else ""
-        self.store.append_audit(
+        self.audit(
             run_id,
             ToolRan(tool=name, call_id=inp.call.call_id, is_error=is_error, artifact_sha256=sha, output_bytes=len(text.encode()), summary=first),
         )
@@ -304,7 +305,7 @@ class ToolActivities(ActivityBase):
         """Resolve every `unknown` effect through its tool's reconcile function. What cannot be
         decided stays unknown and the run asks a human (the gate denies new effects meanwhile)."""
         run_id = inp.run_id
-        state = self.store.load_state(run_id)
+        state = self.head(run_id)
         unknown = state.unknown_effects()
         confirmed = none = 0
         undecidable: list[str] = []
@@ -326,5 +327,5 @@ class ToolActivities(ActivityBase):
             else:
                 none += 1
         return ReconcileResult(
-            checked=len(unknown), confirmed=confirmed, none=none, undecidable=undecidable, state=brief(self.store.load_state(run_id))
+            checked=len(unknown), confirmed=confirmed, none=none, undecidable=undecidable, state=brief(self.head(run_id))
         )

@@ -140,6 +140,7 @@ class ModelCallResult(_IO):
     estimated_tokens: int
     calibrated_tokens: int
     replayed: bool = False
+    assistant_tokens: int | None = Field(default=None, description="the appended assistant message's token estimate")
 
 
 class GateInput(_IO):
@@ -268,6 +269,9 @@ class CommitTurnInput(_IO):
     stage_boundary: bool = False
     sent_tokens_estimated: int | None = Field(
         default=None, ge=0, description="the estimated size of the request this turn sent; None: render it again"
+    )
+    assistant_tokens: int | None = Field(
+        default=None, ge=0, description="the turn's assistant message's token estimate; None: read it back"
     )
 
 

@@ -302,7 +302,11 @@ class StoreCore:
         calls disconnected is invalidated here, so the pool does not hand it out again, and the
         error reaches the caller (`_autocommit` reports it as `StackNotRunning`; the activity is
         retried by Temporal)."""
-        fairy = self.engine.raw_connection()
+        try:
+            fairy = self.engine.raw_connection()
+        except psycopg.Error as exc:  # the pool raises the driver's own error when it cannot connect
+            raise DBAPIError.instance(None, None, exc, psycopg.Error, hide_parameters=True,
+                                      dialect=self.engine.dialect) from exc
         conn = fairy.driver_connection
         assert isinstance(conn, psycopg.Connection)
         try:

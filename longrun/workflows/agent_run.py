@@ -183,6 +183,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
             run_id=self.run_id, turn=turn, assistant_seq=model.assistant_seq, results=results,
             last_compaction_turn=self.cursor.last_compaction_turn, stage_boundary=self._stage_boundary(model.tool_calls),
             sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
+            assistant_tokens=model.assistant_tokens,
         )
         self._stop_if_done(model)
 
@@ -240,6 +241,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
                 last_compaction_turn=self.cursor.last_compaction_turn,
                 stage_boundary=self._stage_boundary(model.tool_calls) or self.compact_requested,
                 sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
+                assistant_tokens=model.assistant_tokens,
             ),
         )
         self._set_state(commit.state)

@@ -1,0 +1,181 @@
+"""What one activity call has read, and the audit events it still owes: so a fused activity (or
+any activity calling another's steps in-process) reads each thing from Postgres once.
+
+A scope lives for one activity call, on the thread that runs it. Within it, the task state is read
+once and then kept current by the call's own writes (a compare-and-set returns the state it
+stored); the calibration, the transcript's newest entry and each tool call's arguments likewise.
+Nothing is kept across calls: the worker stays stateless, and another writer's change is seen by
+the next call (and caught meanwhile by the compare-and-set on the version a decision rests on).
+
+Audit events are queued and appended in one batch when the scope ends, and earlier whenever
+something is about to happen outside the run (`flush_before_effect`): the verdict that allowed an
+effect, and its intent, are in the audit before the effect runs. If the call fails, what is queued
+is still appended (best effort), so a refusal or an error is never lost with the attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from longrun.context import Calibration
+from longrun.errors import InvalidToolCall
+from longrun.models.audit import AuditEvent
+from longrun.models.blocks import Message, ToolUseBlock
+from longrun.models.io import ToolCallRef
+from longrun.models.provider import Usage
+from longrun.models.state import TaskState
+from longrun.store import Store
+
+
+@dataclass(frozen=True)
+class LastEntry:
+    """The newest transcript entry, as far as idempotency checks need it."""
+
+    seq: int
+    role: str
+    turn: int | None
+
+
+@dataclass
+class CallScope:
+    states: dict[str, TaskState] = field(default_factory=dict)
+    calibrations: dict[str, Calibration] = field(default_factory=dict)
+    last: dict[str, LastEntry | None] = field(default_factory=dict)
+    tool_calls: dict[tuple[str, int, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
+    """(run id, event, actor), in the order they happened."""
+
+
+class ScopeSlot(threading.local):
+    """The current thread's scope (activities run one per thread of the worker's pool)."""
+
+    scope: CallScope | None = None
+
+
+class ScopedAccess:
+    """The reads and writes activities make through the current call's scope (see the module
+    docstring). Outside a scope every read goes to the store and every audit event is appended
+    at once, as before scopes existed."""
+
+    store: Store
+    _slot: ScopeSlot
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[CallScope]:
+        """The call's scope (a nested `scope()` joins the one already open)."""
+        current = self._slot.scope
+        if current is not None:
+            yield current
+            return
+        opened = self._slot.scope = CallScope()
+        try:
+            yield opened
+        except BaseException:
+            self._slot.scope = None
+            with contextlib.suppress(Exception):  # the call's own failure is the one to report
+                self._append_audits(opened)
+            raise
+        self._slot.scope = None
+        self._append_audits(opened)
+
+    def head(self, run_id: str) -> TaskState:
+        """The run's head state: read once per scope, then kept current by the scope's writes."""
+        scope = self._slot.scope
+        if scope is not None and run_id in scope.states:
+            return scope.states[run_id]
+        state = self.store.load_state(run_id)
+        self.note_state(state)
+        return state
+
+    def fresh_head(self, run_id: str) -> TaskState:
+        """The head as Postgres has it now (after a lost compare-and-set, the scope's copy is old)."""
+        return self.note_state(self.store.load_state(run_id))
+
+    def note_state(self, state: TaskState) -> TaskState:
+        """Record what a write of this call stored (or a read returned) as the head."""
+        scope = self._slot.scope
+        if scope is not None:
+            scope.states[state.run_id] = state
+        return state
+
+    def calibration(self, run_id: str) -> Calibration:
+        scope = self._slot.scope
+        if scope is not None and run_id in scope.calibrations:
+            return scope.calibrations[run_id]
+        data = self.store.get_calibration(run_id) or {}
+        try:
+            calibration = Calibration.model_validate(data)
+        except ValueError:
+            calibration = Calibration()
+        if scope is not None:
+            scope.calibrations[run_id] = calibration
+        return calibration
+
+    def save_calibration(self, run_id: str, calibration: Calibration) -> None:
+        self.store.set_calibration(run_id, calibration.model_dump())
+        scope = self._slot.scope
+        if scope is not None:
+            scope.calibrations[run_id] = calibration
+
+    def last_entry(self, run_id: str) -> LastEntry | None:
+        """The newest transcript entry's seq, role and turn (None for an empty transcript)."""
+        scope = self._slot.scope
+        if scope is not None and run_id in scope.last:
+            return scope.last[run_id]
+        record = self.store.last_transcript_entry(run_id)
+        last = None if record is None else LastEntry(record.seq, record.role, record.turn)
+        if scope is not None:
+            scope.last[run_id] = last
+        return last
+
+    def append_transcript(self, run_id: str, message: Message, *, token_estimate: int,
+                          usage: Usage | None = None, turn: int | None = None) -> int:
+        seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn)
+        scope = self._slot.scope
+        if scope is not None:
+            scope.last[run_id] = LastEntry(seq, message.role, turn)
+        return seq
+
+    def tool_call(self, run_id: str, call: ToolCallRef) -> tuple[str, dict[str, Any]]:
+        """The tool name and arguments of a call, read back from the transcript (once per scope).
+
+        Raises:
+            InvalidToolCall: the transcript does not hold that call."""
+        scope = self._slot.scope
+        key = (run_id, call.seq, call.call_id)
+        if scope is not None and key in scope.tool_calls:
+            name, arguments = scope.tool_calls[key]
+            return name, dict(arguments)
+        entries = self.store.transcript(run_id, after_seq=call.seq - 1, through_seq=call.seq)
+        if not entries:
+            raise InvalidToolCall(f"transcript entry {call.seq} of run {run_id} is missing")
+        for block in entries[0].message.content:
+            if isinstance(block, ToolUseBlock) and block.id == call.call_id:
+                if scope is not None:
+                    scope.tool_calls[key] = (block.name, dict(block.input))
+                return block.name, dict(block.input)
+        raise InvalidToolCall(f"tool call {call.call_id} not found in entry {call.seq} of run {run_id}")
+
+    def audit(self, run_id: str, event: AuditEvent, actor: str = "system") -> None:
+        """Append an audit event: queued in a scope, at once outside one."""
+        scope = self._slot.scope
+        if scope is None:
+            self.store.append_audit(run_id, event, actor=actor)
+        else:
+            scope.audits.append((run_id, event, actor))
+
+    def flush_before_effect(self) -> None:
+        """Append what the scope queued, before something happens outside the run."""
+        scope = self._slot.scope
+        if scope is not None:
+            self._append_audits(scope)
+
+    def _append_audits(self, scope: CallScope) -> None:
+        queued, scope.audits = scope.audits, []
+        for run_id in dict.fromkeys(r for r, _e, _a in queued):
+            batch = [(event, actor) for r, event, actor in queued if r == run_id]
+            self.store.append_audits(run_id, batch)
