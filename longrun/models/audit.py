@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from longrun.models.context import CompactionReport
+from longrun.models.gate import Verdict
 from longrun.models.provider import Usage
 
 
@@ -50,7 +51,7 @@ class GateVerdict(_Event):
     kind: Literal["gate_verdict"] = "gate_verdict"
     action_id: str
     tool: str
-    verdict: Literal["allow", "needs_approval", "deny"]
+    verdict: Verdict
     rule: str
     reason: str
     action_hash: str

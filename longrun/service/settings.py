@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_TASK_QUEUE = "longrun"
@@ -44,7 +44,6 @@ class Settings:
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     default_model: str = "scripted"
-    extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -257,7 +257,8 @@ def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     return ToolOutcome(text=f"wrote {len(data)} bytes to {rel} (sha256 {digest})", external_id=digest)
 
 
-def _write_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
+def _target_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    """The fingerprint of the file an edit (write_file, apply_patch) targets, before the edit."""
     return _fingerprint(check_write_path(ctx.workspace, args["path"]))
 
 
@@ -304,7 +305,7 @@ WRITE_FILE = Tool(
     run=_write_file,
     check=_write_check,
     reconcile=_write_reconcile,
-    fingerprint=_write_fingerprint,
+    fingerprint=_target_fingerprint,
     allowed_next_actions=EDIT_ACTIONS,
 )
 
@@ -355,10 +356,6 @@ def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         f"{new.count(chr(10)) + 1} line(s)); sha256 {digest}",
         external_id=digest,
     )
-
-
-def _patch_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
-    return _fingerprint(check_write_path(ctx.workspace, args["path"]))
 
 
 def _patch_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
@@ -420,6 +417,6 @@ APPLY_PATCH = Tool(
     run=_apply_patch,
     check=_patch_check,
     reconcile=_patch_reconcile,
-    fingerprint=_patch_fingerprint,
+    fingerprint=_target_fingerprint,
     allowed_next_actions=EDIT_ACTIONS,
 )
