@@ -56,6 +56,13 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
     assert "error:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text", ["", "   ", "x" * 20_001])
+def test_say_refuses_an_empty_or_oversized_text_before_anything_is_sent(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["say", "run-any", text]) == 2
+    err = capsys.readouterr().err
+    assert "say needs a text of 1 to 20,000 characters" in err and "nothing was sent" in err
+
+
 @pytest.mark.slow
 def test_stack_not_running_says_what_to_do(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("LONGRUN_DATABASE_URL", "TEMPORAL_ADDRESS", "ANTHROPIC_API_KEY")}

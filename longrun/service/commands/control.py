@@ -16,7 +16,8 @@ from longrun.models.io import StatusQueryResult
 from longrun.service import client as api
 from longrun.service import render
 from longrun.service.commands.common import EXIT_OK, CliError, add_json, print_json, say, stack, usage_error
-from longrun.store import Store
+from longrun.store import InvalidInputError, Store
+from longrun.store.repository import MAX_INSTRUCTION_CHARS
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -145,11 +146,16 @@ async def cmd_control(args: argparse.Namespace) -> int:
 
 
 async def cmd_say(args: argparse.Namespace) -> int:
+    if not args.text.strip() or len(args.text) > MAX_INSTRUCTION_CHARS:
+        raise usage_error(f"say needs a text of 1 to {MAX_INSTRUCTION_CHARS:,} characters, got {len(args.text):,}; "
+                          "nothing was sent")
     async with stack() as (client, store):
         assert client is not None
         await _live(client, store, args.run, "say")
         try:
             message = await api.say(client, store, args.run, args.text, constraint=args.constraint)
+        except InvalidInputError as exc:  # empty or over 20,000 characters: nothing was stored or sent
+            raise usage_error(f"say refused: {exc}") from exc
         except ApprovalError as exc:
             raise CliError(f"say refused: {exc}") from exc
     if args.json:
