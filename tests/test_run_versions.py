@@ -5,6 +5,7 @@ a human's approval and instructions re-apply on whatever the head is."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -88,3 +89,21 @@ def test_a_stale_intent_writes_nothing_and_a_retried_one_is_found(store, tmp_pat
     again = acts.record_intent(inp.model_copy(update={"expected_version": head.state_version + 1}))
     assert (again.outcome, again.attempt) == ("written", 2), "a retry finds its own intent and counts the attempt"
     assert [e.attempts for e in store.load_state(run_id).effects] == [2]
+
+
+async def test_a_head_that_keeps_moving_refuses_the_call_and_says_so(store, temporal_client, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    faulty = FaultyStore(store)
+    faulty.inject("update_state", racing_writer(store), times=50, when=is_intent)
+    provider = PlanProvider(plan=[[("run_command", {"argv": ARGV})]])
+    async with running_worker(temporal_client, faulty, provider=provider) as h:
+        run_id = await h.start(RunSpec(objective="check", workspace=str(ws), allowed_commands=[ARGV]))
+        result = await h.result(run_id)
+    assert result.status == "completed", result.reason
+    assert faulty.fired["update_state"] == 3, "checked three times, then refused"
+    denied = [r.event for r in store.audit(run_id) if r.kind == "gate_verdict" and r.event.verdict == "deny"]
+    assert len(denied) == 1 and denied[0].rule == "head" and "kept changing" in denied[0].reason
+    assert store.load_state(run_id).effects == [], "the command never ran"
+    told = [m for m in provider.requests[-1].messages if m.role == "user"][-1]
+    assert "kept changing" in json.dumps(told.model_dump(mode="json")), "the model is told, and may call it again"

@@ -22,6 +22,7 @@ from longrun.activities.contract import Activities, implements
 from longrun.activities.model import ModelActivities
 from longrun.activities.run import RunActivities
 from longrun.activities.tools import ToolActivities
+from longrun.models.audit import GateVerdict
 from longrun.models.gate import GateRule
 from longrun.models.io import (
     GateInput,
@@ -102,9 +103,15 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
                 version = ran.state.version
                 continue
             return ToolStepResult(gate=gate, ran=ran)
-        return ToolStepResult(gate=gate.model_copy(update={
-            "verdict": "deny", "rule": GateRule.head, "reason": "the task state kept changing while this call was checked; call it again",
-        }))
+        refused = gate.model_copy(update={
+            "verdict": "deny", "rule": GateRule.head,
+            "reason": f"the task state kept changing while this call was checked ({MAX_REGATES} times); call it again",
+        })
+        self.audit(inp.run_id, GateVerdict(
+            action_id=action_id, tool=refused.tool, verdict="deny", rule=GateRule.head.value, reason=refused.reason,
+            action_hash=refused.action_hash, state_version=refused.state_version,
+        ))
+        return ToolStepResult(gate=refused)
 
     @staticmethod
     def _run_input(inp: ToolStepInput, action_id: str, version: int) -> RunToolInput:

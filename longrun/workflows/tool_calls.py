@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 with workflow.unsafe.imports_passed_through():
     from longrun.activities.boundary import ErrorType, error_type
     from longrun.activities.contract import Activities
+    from longrun.models.audit import ErrorRecorded
     from longrun.models.gate import GateRule
     from longrun.models.io import (
         AgentRunInput,
@@ -166,7 +167,9 @@ class ToolCallsMixin(ApprovalsMixin):
                 gate = await self._gate(turn, call, proposed_version=proposed)
                 continue
             return ran.result
-        return self._error(call, "not run: the task state kept changing while this call was checked; call it again")
+        reason = f"not run: the task state kept changing while this call was checked ({MAX_REGATES} times); call it again"
+        await self._record(ErrorRecorded(where=f"tool call {gate.action_id}", message=reason))
+        return self._error(call, reason)
 
     async def _undecidable_or_raise(self, call: ToolCallRef, err: ActivityError) -> ToolResultRef:
         """An effect nobody can decide goes to a human; any other failure ends the run."""
