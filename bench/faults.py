@@ -523,8 +523,8 @@ def figures(sc: Scenario, store: Store, sink: Sink) -> Figures:
         keys = [e.idempotency_key for e in state.effects]
         f.duplicates += sum(max(0, counts.get(k, 0) - 1) for k in keys)
         # an effect left `unknown` by a fault is resolved by its reconcile check, either by the
-        # retried run_tool (attempt > 1 checks the sink before sending) or by the next turn's
-        # reconcile activity: "confirmed" (it was delivered: settled without sending) or "none"
+        # retried tool_step / run_tool (attempt > 1 checks the sink before sending) or by the next
+        # turn's reconcile (inside the turn activity): "confirmed" (it was delivered: settled without sending) or "none"
         # (it was not: sent now, once)
         settled = {r.event.action_id: r.event.how for r in store.audit(run_id) if r.kind == "effect_settled"}
         for effect in state.effects:
@@ -563,7 +563,7 @@ def figures(sc: Scenario, store: Store, sink: Sink) -> Figures:
         flying = in_flight(attempts, fault.pid)
         if flying:
             f.kills_mid_activity += 1
-        if any(a.activity == "longrun.run_tool" or a.activity.endswith("run_tool") for a in flying):
+        if any(a.activity.endswith(("run_tool", "tool_step")) for a in flying):  # where effects run
             f.kills_mid_effect += 1
         for a in flying:
             nxt = next((b for b in attempts if b.t > fault.at and b.run_id == a.run_id and b.what == "start"), None)
@@ -605,7 +605,7 @@ def table(main: Figures, ctrl: Figures | None, args: argparse.Namespace) -> Tabl
     both("unknown effects left unreconciled", main.unreconciled, c.unreconciled, "0")
     both("audit chains verified", f"{main.chains_ok} / {main.started}", f"{c.chains_ok} / {c.started}", "all")
     both("worker kill -9", main.worker_kills, c.worker_kills, ">= 15")
-    both("... landing mid-activity / mid-run_tool", f"{main.kills_mid_activity} / {main.kills_mid_effect}",
+    both("... landing mid-activity / mid-tool call (tool_step or run_tool)", f"{main.kills_mid_activity} / {main.kills_mid_effect}",
          f"{c.kills_mid_activity} / {c.kills_mid_effect}")
     both("kill-to-retry latency p50", _fmt_s(_pct(main.retry_latencies, 0.5)), _fmt_s(_pct(c.retry_latencies, 0.5)))
     both("kill-to-retry latency p95", _fmt_s(_pct(main.retry_latencies, 0.95)), _fmt_s(_pct(c.retry_latencies, 0.95)))
