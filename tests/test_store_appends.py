@@ -6,9 +6,8 @@ written the way appends used to write it (under `SELECT ... FOR UPDATE`) verifie
 from __future__ import annotations
 
 import itertools
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import insert, select, text, update
@@ -20,6 +19,7 @@ from longrun.store import InvalidInputError, Store
 from longrun.store import appends as appends_module
 from longrun.store.chain import audit_payload, transcript_payload
 from longrun.store.tables import AuditEventRow, RunRow, TranscriptEntryRow, core_table
+from tests.support.threads import run_threads
 
 THREADS = 8
 PER_THREAD = 50
@@ -38,25 +38,6 @@ def two(db_url: str, store: Store) -> Iterator[tuple[Store, Store]]:
     """Two stores on one database: two pools and two head caches."""
     with Store.from_url(db_url) as other:
         yield store, other
-
-
-def _run_threads(target: Callable[[int], None], n: int) -> list[BaseException]:
-    barrier = threading.Barrier(n)
-    errors: list[BaseException] = []
-
-    def wrapped(i: int) -> None:
-        try:
-            barrier.wait()
-            target(i)
-        except BaseException as exc:  # surfaced by the assertion below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=240)
-    return errors
 
 
 def _verified(store: Store, run_id: str) -> None:
@@ -79,7 +60,7 @@ def test_concurrent_audit_appends_through_two_stores_all_land(
         for k in range(PER_THREAD):
             s.append_audit("hot", _ran(f"{i}-{k}"), actor=f"thread-{i}")
 
-    assert _run_threads(appender, THREADS) == []
+    assert run_threads(appender, THREADS) == []
     events = a.audit("hot")
     assert [e.seq for e in events] == list(range(1, THREADS * PER_THREAD + 2))  # + run_started
     assert Counter(e.actor for e in events[1:]) == {f"thread-{i}": PER_THREAD for i in range(THREADS)}
@@ -97,7 +78,7 @@ def test_concurrent_transcript_appends_through_two_stores_all_land(two: tuple[St
         for k in range(PER_THREAD):
             seqs.append(s.append_transcript("hot", Message.user_text(f"{i}-{k}"), token_estimate=k, turn=i))
 
-    assert _run_threads(appender, THREADS) == []
+    assert run_threads(appender, THREADS) == []
     entries = b.transcript("hot")
     assert [e.seq for e in entries] == list(range(1, THREADS * PER_THREAD + 1))
     assert sorted(seqs) == [e.seq for e in entries], "each append returned the number it was written under"
@@ -115,7 +96,7 @@ def test_concurrent_batches_stay_consecutive(two: tuple[Store, Store]) -> None:
         for k in range(10):
             batches.append(s.append_audits("hot", [(_ran(f"{i}-{k}-{j}"), f"thread-{i}") for j in range(3)]))
 
-    assert _run_threads(appender, THREADS) == []
+    assert run_threads(appender, THREADS) == []
     assert sorted(n for batch in batches for n in batch) == list(range(2, THREADS * 10 * 3 + 2))
     events = {e.seq: e for e in a.audit("hot")}
     for batch in batches:

@@ -4,7 +4,6 @@ while a naive read-modify-write on the same server, run the same way, loses upda
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import Counter
 
@@ -15,6 +14,7 @@ from longrun.errors import StaleStateError
 from longrun.models import Message, RunSpec, TaskState
 from longrun.models.audit import ToolRan
 from longrun.store import Store
+from tests.support.threads import run_threads
 
 WRITERS = 16
 INCREMENTS = 100
@@ -23,25 +23,6 @@ INCREMENTS = 100
 def _counter(state: TaskState) -> int:
     """The counter the writers increment, kept in the state itself (absent = 0)."""
     return int(state.notes[0]) if state.notes else 0
-
-
-def _run_threads(target, n: int) -> list[BaseException]:  # type: ignore[no-untyped-def]
-    barrier = threading.Barrier(n)
-    errors: list[BaseException] = []
-
-    def wrapped(i: int) -> None:
-        try:
-            barrier.wait()
-            target(i)
-        except BaseException as exc:  # surfaced by the assertion below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=240)
-    return errors
 
 
 @pytest.mark.slow  # 20-30 s on a 2-core machine: 16 threads fight over one row on purpose
@@ -66,7 +47,7 @@ def test_cas_loses_no_update_where_naive_read_modify_write_does(store: Store) ->
             done += 1
             streak = 0
 
-    assert _run_threads(writer, WRITERS) == []
+    assert run_threads(writer, WRITERS) == []
 
     final = store.load_state("hot")
     assert final.state_version == 1 + WRITERS * INCREMENTS == 1601
@@ -94,7 +75,7 @@ def test_cas_loses_no_update_where_naive_read_modify_write_does(store: Store) ->
                 time.sleep(0.0005)  # widen the race window a little, as real work between read and write does
                 conn.execute(text("UPDATE naive_counter SET n = :n WHERE id = 1"), {"n": n + 1})
 
-    assert _run_threads(naive, WRITERS) == []
+    assert run_threads(naive, WRITERS) == []
     with store.engine.connect() as conn:
         naive_total = conn.execute(text("SELECT n FROM naive_counter WHERE id = 1")).scalar_one()
     lost = WRITERS * INCREMENTS - naive_total
@@ -111,7 +92,7 @@ def test_concurrent_appends_get_dense_sequence_numbers(store: Store) -> None:
             store.append_transcript("busy", Message.user_text(f"t{i}-{k}"), token_estimate=1)
             store.append_audit("busy", ToolRan(tool="t", call_id=f"{i}-{k}", is_error=False))
 
-    assert _run_threads(appender, 8) == []
+    assert run_threads(appender, 8) == []
     assert [e.seq for e in store.transcript("busy")] == list(range(1, 8 * per_thread + 1))
     assert [e.seq for e in store.audit("busy")] == list(range(1, 8 * per_thread + 2))  # + run_started
     assert store.verify_chain("busy").ok
