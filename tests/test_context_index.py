@@ -66,8 +66,8 @@ def test_every_summarized_result_has_an_index_line_naming_tool_input_and_artifac
     assert gone and cut == 0
     for tid in gone:
         i = int(tid[2:])
-        assert f"- sha256:{by_id[tid]} read_file src/ledger/m{i}.py" in lines
-    assert {r["sha256"] for r in summary_references(p.summary)} == {by_id[t] for t in gone}
+        assert f"- sha256:{by_id[tid][:12]} read_file src/ledger/m{i}.py" in lines  # the shortest prefix read_artifact takes
+    assert {r["sha256"] for r in summary_references(p.summary)} == {by_id[t][:12] for t in gone}
     # the index sits outside the body the summarizer caps
     body, *_ = split_summary(p.summary)
     assert body and "sha256:" not in body
@@ -98,7 +98,7 @@ def test_index_is_cut_oldest_first_with_a_count_only_as_the_last_resort() -> Non
     items = items_of(wire_turns(2))
     req = render_request(model="m", system="", projection=prev, new_items=items, state=STATE, tools=[], max_tokens=10)
     est = estimate_request(req)
-    limit = est - 12_000  # dropping every turn frees about 6.5k: the index has to give the rest
+    limit = est - 9_000  # dropping every turn frees about 6.5k: the index has to give the rest
     fitted, _ = fit_request(req, limit=limit, calibration=Calibration(), keep_min_tail_turns=1)
     assert estimate_request(fitted) <= limit
     assert validate_tool_pairing([m.to_wire() for m in fitted.messages]) is None
@@ -119,7 +119,7 @@ def test_stage_three_indexes_what_it_drops() -> None:
     by_id = shas(items)
     kept = {b.tool_use_id for m in p.messages for b in m.tool_results()}
     named = {r["sha256"] for r in summary_references(p.summary)}
-    assert all(by_id[t] in named for t in by_id if t not in kept)  # nothing left without a way back
+    assert all(by_id[t][:12] in named for t in by_id if t not in kept)  # nothing left without a way back
 
 
 def test_commands_are_kept_whole() -> None:
@@ -165,7 +165,7 @@ def test_old_summaries_move_their_artifact_lines_into_the_index() -> None:
     old = (f"## Goal\ng\n## Progress\n- read a\n## Facts\n- files: [\"a.py\"]\n- sha256:{sha} = read_file a.py\n"
            "- (older entries dropped for size)\n## Decisions\n- none recorded\n## Next step\n- x")
     body, cut, lines, users = split_summary(old)
-    assert lines == [f"- sha256:{sha} read_file a.py"] and cut == 0 and users == []
+    assert lines == [f"- sha256:{sha[:12]} read_file a.py"] and cut == 0 and users == []
     assert body and sha not in body
     folded = ExtractiveSummarizer().summarize([], body, STATE, 500)
     assert "older entries dropped" not in folded and "- read a" in folded

@@ -8,24 +8,19 @@ computed once per call and updated only for the messages a stage changes.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from longrun.context import index
+from longrun.context import facts as facts_mod
+from longrun.context import index, layout, ledger
 from longrun.context.enforce import choose_cut, tail_floor
+from longrun.context.layout import user_texts
 from longrun.context.microcompact import microcompact
 from longrun.context.render import summary_text
 from longrun.context.state_block import render_state_block
-from longrun.context.summary import (
-    ExtractiveSummarizer,
-    Summarizer,
-    fit_index,
-    join_summary,
-    split_summary,
-    user_texts,
-    validate_summary,
-)
+from longrun.context.summary import ExtractiveSummarizer, Summarizer, validate_summary
 from longrun.context.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
@@ -109,6 +104,7 @@ def compact(
     cover_prev = previous.covers_through_seq if previous is not None else 0
     view: list[Message] = list(previous.messages) if previous is not None else []
     view.extend(it.message for it in ordered if it.seq > cover_prev)
+    original = list(view)
     summary = previous.summary if previous is not None else None
     covers = max(cover_prev, ordered[-1].seq if ordered else 0)
 
@@ -157,15 +153,18 @@ def compact(
     if total() > target_est or force:
         now = total()
         kept = (view, ests, summary, report.model_copy())
-        done = _summarize(view, ests, summary, state=state, policy=policy, report=report, summarizer=summarizer,
+        kept_original = list(original)
+        done = _summarize(view, original, ests, summary, state=state, policy=policy, report=report, summarizer=summarizer,
                           fixed=fixed, target_est=target_est, limit_est=limit_est)
         if done is not None:
             summary, cut = done
-            view, ests = view[cut:], ests[cut:]
+            view, ests, original = view[cut:], ests[cut:], original[cut:]
             if total() >= now:
                 # a summary no smaller than what it replaced only costs a cache rewrite: undo it
                 view, ests, summary, undone = kept
-                for name in ("messages_summarized", "summary_tokens", "summary_source", "summary_rejected_reason"):
+                original = list(kept_original)
+                for name in ("messages_summarized", "summary_tokens", "summary_source", "summary_rejected_reason",
+                             "ledger_facts", "ledger_left_out"):
                     setattr(report, name, getattr(undone, name))
             else:
                 stages.append("summarize")
@@ -180,7 +179,7 @@ def compact(
         last = open_cycle_start(view)
         suffix_last = sum(ests[last:])
         before_summary = summary
-        summary = fit_index(summary, fixed + _summary_cost(summary) + suffix_last - limit_est)
+        summary = layout.fit(summary, fixed + _summary_cost(summary) + suffix_last - limit_est)
         room = limit_est - fixed - _summary_cost(summary)
         c = choose_cut(view, ests, room, min(tail_floor(view, policy.min_tail_turns), last))
         if c is None:
@@ -190,11 +189,11 @@ def compact(
             c = max(i for i in range(last + 1) if ok[i])
         changed = changed or summary != before_summary
         if c:
-            summary = _index_dropped(summary, view[:c], tool_uses_by_id(view[:c]))
+            summary = _index_dropped(summary, view[:c], original[:c], tool_uses_by_id(view[:c]))
             view, ests = view[c:], ests[c:]
             report.dropped_messages = c
             changed = True
-            summary = fit_index(summary, total() - limit_est)
+            summary = layout.fit(summary, total() - limit_est)
         freed["enforce"] = max(0, now - total())
 
     after = total()
@@ -224,6 +223,7 @@ def compact(
 
 def _summarize(
     view: list[Message],
+    original: list[Message],
     ests: list[int],
     previous_summary: str | None,
     *,
@@ -237,12 +237,17 @@ def _summarize(
 ) -> tuple[str, int] | None:
     """(new summary, cut) or None when there is nothing worth summarizing.
 
-    The summary is the summarizer's body (capped at `max_summary_tokens`), the results index
-    (one line per summarized result, folded forward) and the human's messages verbatim. The tail
-    kept verbatim is sized in tokens (`tail_tokens`, less when the target needs it, counting the
-    index lines the cut adds), cut at a turn boundary that splits no tool pair, and holds at least
-    `min_tail_turns` turns when that still fits under the hard limit. The open tool cycle is
-    always in the tail."""
+    The summary is the summarizer's body, the results index (one line per summarized result,
+    folded forward), the human's messages verbatim and the fact ledger (`ledger.py`). `original`
+    is `view` before this compaction's stages 0 and 1, so the ledger quotes results those stages
+    just replaced by references.
+
+    Budget, by information rather than by age: the tail kept verbatim is sized in tokens
+    (`tail_tokens`, less when the target needs it), cut at a turn boundary that splits no tool
+    pair, holding at least `min_tail_turns` turns when that still fits under the hard limit, and
+    only as large as leaves room for the whole ledger; the ledger then takes what it needs (its
+    least informative lines go first when even the smallest tail leaves too little), and the
+    body gets the rest, up to `max_summary_tokens`. The open tool cycle is always in the tail."""
     n = len(view)
     ok = cut_points(view)
     last = open_cycle_start(view)
@@ -251,38 +256,53 @@ def _summarize(
     valid = [c for c in range(1, last + 1) if ok[c]]
     if not valid:
         return None
-    prev_body, prev_cut, prev_lines, prev_users = split_summary(previous_summary)
+    prev = layout.parse(previous_summary)
+    hint_of = {b.id: f"{b.name} {index.input_hint(b.input)}" for b in tool_uses_by_id(original).values()}
     suffix = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
         suffix[i] = suffix[i + 1] + ests[i]
     line_costs = index.message_entry_costs(view[:last])
-    grown = [0] * (last + 1)  # index tokens the results of view[:c] add
-    for i, c in enumerate(line_costs):
-        grown[i + 1] = grown[i] + c
+    fact_costs = [sum(ledger.entry_cost(ledger.Entry(u)) for u in ledger.units_of([m], hint_of)) for m in original[:last]]
+    grown = [0] * (last + 1)  # index and ledger tokens the messages view[:c] add, at most
+    for i in range(last):
+        grown[i + 1] = grown[i] + line_costs[i] + fact_costs[i]
     max_tokens = min(policy.max_summary_tokens, max(200, target_est // 5))
     user_cap = min(max(2_000, policy.tail_tokens // 2), max(200, target_est // 5))
-    allowance = max_tokens + user_cap + index.cost(prev_cut, prev_lines) + 2 * MESSAGE_OVERHEAD + BLOCK_OVERHEAD + 20
+    body_floor = min(max_tokens, BODY_FLOOR)
+    overhead = 2 * MESSAGE_OVERHEAD + BLOCK_OVERHEAD + 40
+    carried = index.cost(prev.cut, prev.lines) + ledger.cost(prev.left_out, prev.facts) + _users_cost(prev.users)
+    allowance = body_floor + min(user_cap, carried) + carried + overhead
     room = target_est - fixed - allowance
     cut = next((c for c in valid if suffix[c] <= policy.tail_tokens and suffix[c] + grown[c] <= room), valid[-1])
     floor = tail_floor(view, policy.min_tail_turns)
     if cut > floor:
         wider = [c for c in valid if c <= floor]
-        if wider and fixed + allowance + grown[wider[-1]] + suffix[wider[-1]] <= limit_est:
+        if wider and fixed + allowance + suffix[wider[-1]] <= limit_est:
             cut = wider[-1]
 
     replaced = view[:cut]
-    replaced_tokens = sum(ests[:cut]) + (estimate_text(prev_body) if prev_body else 0)
-    users = _cap_users(prev_users + user_texts(replaced), user_cap)
-    lines = index.fold(prev_lines, index.entries(replaced))
+    replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
+    users = _cap_users(list(dict.fromkeys(prev.users + user_texts(replaced))), user_cap)
+    kept_users = set(users)
+    gone_users = [t for t in prev.users if t not in kept_users]
+    units = ledger.units_of([Message.user_text(t) for t in gone_users], {})
+    units += ledger.units_of(original[:cut], hint_of, skip_users=kept_users)
+    facts = ledger.fold(prev.facts, units)
+    lines = index.fold(prev.lines, index.entries(replaced))
+    free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - _users_cost(users)
+    shared = max(free, max_tokens)  # body and ledger together: never less than the body alone may take
+    body_min = min(BODY_MIN, max_tokens // 2)
+    left_out, facts = ledger.select(facts, shared - body_min, prev.left_out)
+    body_tokens = max(body_min, min(max_tokens, shared - ledger.cost(left_out, facts)))
 
     body: str | None = None
     if summarizer is not None:
         reason: str | None
         try:
-            candidate = summarizer.summarize(replaced, prev_body, state, max_tokens)
+            candidate = summarizer.summarize(replaced, prev.body, state, body_tokens)
             reason = validate_summary(candidate, replaced_tokens, state)
-            if reason is None and estimate_text(candidate) > max_tokens * 1.2:
-                reason = f"summary ({estimate_text(candidate)} tokens) exceeds max_summary_tokens ({max_tokens})"
+            if reason is None and estimate_text(candidate) > body_tokens * 1.2:
+                reason = f"summary ({estimate_text(candidate)} tokens) exceeds its budget ({body_tokens} tokens)"
         except Exception as exc:  # a failing model summarizer must not fail the compaction
             reason = f"summarizer failed: {type(exc).__name__}: {exc}"
         if reason is None:
@@ -291,32 +311,70 @@ def _summarize(
         else:
             report.summary_rejected_reason = reason
     if body is None:
-        body = ExtractiveSummarizer().summarize(replaced, prev_body, state, max_tokens)
+        body = ExtractiveSummarizer(facts=False).summarize(replaced, prev.body, state, body_tokens)
         report.summary_source = "extractive"
-    full = join_summary(body, prev_cut, lines, users)
+    full = layout.SummaryParts(body, prev.cut, lines, users, left_out, facts).render()
     report.messages_summarized = cut
     report.summary_tokens = estimate_text(full)
+    report.ledger_facts = len(facts)
+    report.ledger_left_out = left_out
     return full, cut
 
 
-def _index_dropped(summary: str | None, dropped: list[Message], uses: dict[str, Any]) -> str | None:
-    """The summary with the results of messages stage 3 dropped added to its index."""
+BODY_FLOOR = 300
+"""Tokens the summarizer's body is planned for when the tail is sized."""
+BODY_MIN = 150
+"""Tokens the body gets at least, whatever the ledger needs: the goal, the next step and the
+newest progress lines."""
+
+
+def _users_cost(texts: Sequence[str]) -> int:
+    return sum(estimate_text(t) + 8 for t in texts)
+
+
+_ACK = re.compile(
+    r"^\W*(?:ok(?:ay)?|k|thanks?(?: you)?|thx|ty|cheers|noted|got it|sounds good|great|perfect|cool|nice|sure|yes|yep|yeah"
+    r"|will do|continue|go on|go ahead|carry on|keep going|lgtm|understood|ack(?:nowledged)?|roger|fine|good|alright"
+    r"|right|makes sense|agreed|np|no problem)\b",
+    re.I,
+)
+
+
+def _worth_quoting(text: str) -> bool:
+    """A human text worth keeping verbatim: anything but a short acknowledgement without a fact
+    ("Thanks, noted.", "ok, continue"), which would only spend the budget."""
+    if len(text) > 160 or not _ACK.match(text):
+        return True
+    return any(u.is_fact for u in (facts_mod.analyse(t, "user") for t in facts_mod.split_units(text)))
+
+
+def _index_dropped(summary: str | None, dropped: list[Message], original: list[Message], uses: dict[str, Any]) -> str | None:
+    """The summary with the results of messages stage 3 dropped added to its index, and their
+    facts to its ledger."""
     new = index.entries(dropped, uses)
-    if not new:
+    hint_of = {k: f"{u.name} {index.input_hint(u.input)}" for k, u in uses.items()}
+    units = ledger.units_of(original, hint_of)
+    if not new and not units:
         return summary
-    body, cut, lines, users = split_summary(summary)
-    return join_summary(body, cut, index.fold(lines, new), users)
+    parts = layout.parse(summary)
+    parts.lines = index.fold(parts.lines, new)
+    parts.facts = ledger.fold(parts.facts, units)
+    return parts.render()
 
 
 def _cap_users(texts: list[str], cap: int) -> list[str]:
-    """The human's messages, verbatim, newest first up to `cap` tokens (the first one, usually the
-    task, is kept too when it fits); older ones stay in the transcript."""
-    kept: list[str] = []
+    """The human's messages, verbatim, newest first up to `cap` tokens, in their order; short
+    acknowledgements without a fact only in the room the others leave. Those left out stay in
+    the transcript, and their facts go to the ledger."""
+    kept: set[int] = set()
     used = 0
-    for t in reversed(texts):
-        cost = estimate_text(t)
-        if used + cost > cap:
-            continue
-        kept.append(t)
-        used += cost
-    return list(reversed(kept))
+    for tier in (True, False):
+        for i in range(len(texts) - 1, -1, -1):
+            if i in kept or _worth_quoting(texts[i]) is not tier:
+                continue
+            cost = estimate_text(texts[i])
+            if used + cost > cap:
+                continue
+            kept.add(i)
+            used += cost
+    return [t for i, t in enumerate(texts) if i in kept]

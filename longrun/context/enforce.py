@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from longrun.context.layout import fit as fit_index
 from longrun.context.render import OMITTED_NOTE, summary_text
-from longrun.context.summary import CLOSE_TAG, OPEN_TAG, fit_index
+from longrun.context.summary import CLOSE_TAG, OPEN_TAG
 from longrun.context.tokens import (
     REQUEST_OVERHEAD,
     Calibration,

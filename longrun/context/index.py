@@ -18,18 +18,19 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from longrun.context import transcript
 from longrun.context.tokens import estimate_text
-from longrun.context.transcript import TOOL_KEY, artifact_sha, extra, input_preview
+from longrun.context.transcript import TOOL_KEY, artifact_sha, extra, input_preview, is_cleared, result_text
 from longrun.models.blocks import Message, ToolResultBlock, ToolUseBlock
 
 INDEX_SECTION = "## Earlier tool results"
 INDEX_HEADER = (INDEX_SECTION + " (oldest first; each full output comes back with read_artifact "
                 "{\"sha256\": \"<the hex after sha256:>\"})")
-REF_HEX = 64
-"""Hex digits of the artifact hash written in an index line. read_artifact also resolves a unique
-prefix of 12 or more, so 12 would save about 30 tokens a line; the full hash is kept because the
-offline `longrun compact` and every reader of a projection without a store (audit, benchmarks)
-can then match a line to its artifact exactly (see docs/CONTEXT.md)."""
+REF_HEX = transcript.REF_HEX
+"""Hex digits of the artifact hash written in an index line: the shortest prefix read_artifact
+resolves (`Store.resolve_artifact_prefix`), about 30 tokens a line fewer than the full hash.
+Readers without a store (the offline `longrun compact`, the benchmarks) resolve a prefix against
+the results they hold (`resolve_prefixes`)."""
 MAX_HINT_CHARS = 4_000
 """A command or path longer than this is in effect file content: only its head is kept."""
 
@@ -76,16 +77,29 @@ def entry(sha: str, tool: str, hint: str) -> str:
     return f"- sha256:{sha[:REF_HEX]} {tool}" + (f" {hint}" if hint else "")
 
 
+SHORT_RESULT_TOKENS = 60
+"""A result this short is quoted whole in the fact ledger instead: its reference line would be
+about as long as the result itself."""
+
+
+def is_short(b: ToolResultBlock) -> bool:
+    """A result the ledger quotes whole (non-empty, at most SHORT_RESULT_TOKENS) and the index
+    therefore skips."""
+    text = result_text(b)
+    return bool(text.strip()) and not is_cleared(b) and estimate_text(text) <= SHORT_RESULT_TOKENS
+
+
 def entries(messages: Sequence[Message], uses: dict[str, ToolUseBlock] | None = None) -> list[str]:
-    """Index lines for every tool result in `messages`, in order. `uses`: tool uses by id from
-    outside `messages` (a result's call is normally right before it)."""
+    """Index lines for every tool result in `messages` but the short ones (quoted in the fact
+    ledger), in order. `uses`: tool uses by id from outside `messages` (a result's call is
+    normally right before it)."""
     found: dict[str, ToolUseBlock] = dict(uses or {})
     out: list[str] = []
     for m in messages:
         for b in m.content:
             if isinstance(b, ToolUseBlock):
                 found[b.id] = b
-            elif isinstance(b, ToolResultBlock):
+            elif isinstance(b, ToolResultBlock) and not is_short(b):
                 out.append(result_entry(b, found.get(b.tool_use_id)))
     return out
 
@@ -104,7 +118,7 @@ def message_entry_costs(messages: Sequence[Message]) -> list[int]:
         for b in m.content:
             if isinstance(b, ToolUseBlock):
                 uses[b.id] = b
-            elif isinstance(b, ToolResultBlock):
+            elif isinstance(b, ToolResultBlock) and not is_short(b):
                 c += estimate_text(result_entry(b, uses.get(b.tool_use_id))) + 1
         costs.append(c)
     return costs

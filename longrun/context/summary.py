@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from longrun.context import index
+from longrun.context import index, layout
 from longrun.context.tokens import estimate_text
 from longrun.models.blocks import Message, TextBlock, ToolUseBlock
 from longrun.models.state import EffectStatus, NextAction, TaskState
@@ -20,9 +20,6 @@ from longrun.models.state import EffectStatus, NextAction, TaskState
 OPEN_TAG = "<summary_of_earlier_work>"
 CLOSE_TAG = "</summary_of_earlier_work>"
 SECTIONS = ("Goal", "Progress", "Facts", "Decisions", "Next step")
-USER_SECTION = "## User messages (verbatim)"
-"""Appended by `compact` after the summarizer's text: the human's words are kept verbatim
-whatever the summarizer (a model summary may paraphrase; this part is never delegated)."""
 
 
 class Summarizer(Protocol):
@@ -90,7 +87,6 @@ _BECAUSE = re.compile(r"\b(because|due to|caused by|root cause)\b", re.I)
 MAX_FACT_CHARS = 600
 _DROPPED = re.compile(r"^- \((\d+) earlier (\w+) dropped for size\)$")
 _OLD_MARKER = "- (older entries dropped for size)"
-_OLD_REF = re.compile(r"^- sha256:([0-9a-f]{64}) = (\S+)(?: (.*))?$")
 
 
 def _sentence(text: str) -> str:
@@ -157,13 +153,20 @@ class ExtractiveSummarizer:
     reason beyond what the turn's tool inputs say), verbatim. The tool calls themselves (their
     commands, paths and artifacts) are in the results index `compact` keeps beside the summary.
     When over `max_tokens`, whole lines go, oldest first: progress before facts, with a count of
-    what went. Lines that would contradict the state are skipped."""
+    what went. Lines that would contradict the state are skipped.
+
+    With `facts=False` (how `compact` uses it beside the fact ledger) the Facts section holds
+    only what earlier summaries had there, since the ledger quotes those sentences already; and the goal is the objective's
+    first GOAL_CHARS characters either way, since the task state carries it whole."""
+
+    def __init__(self, facts: bool = True) -> None:
+        self.facts = facts
 
     def summarize(self, messages: list[Message], previous_summary: str | None, state: TaskState, max_tokens: int) -> str:
         prev = previous_sections(previous_summary)
         dropped = {"progress": 0, "facts": 0}
         progress = _take_markers(prev.get("Progress", []), dropped)
-        facts = [ln for ln in _take_markers(prev.get("Facts", []), dropped) if not _OLD_REF.match(ln)]
+        facts = [ln for ln in _take_markers(prev.get("Facts", []), dropped) if not layout.OLD_REF.match(ln)]
         for m in messages:
             if m.role != "assistant":
                 continue
@@ -172,7 +175,8 @@ class ExtractiveSummarizer:
                 if not isinstance(b, TextBlock) or not b.text.strip():
                     continue
                 found = fact_sentences(b.text, known)
-                facts.extend(f"- {s}" for s in found)
+                if self.facts:
+                    facts.extend(f"- {s}" for s in found)
                 first = _sentence(b.text)
                 if not any(first in f or f in first for f in found):
                     progress.append(f"- {first}")
@@ -182,13 +186,23 @@ class ExtractiveSummarizer:
             next_step.append(f"- effects with unknown outcome must be reconciled first: "
                              f"{', '.join(e.action_id for e in state.unknown_effects())}")
         sections = {
-            "Goal": [state.objective],
+            "Goal": [_goal(state.objective)],
             "Progress": [ln for ln in _dedup(progress) if not contradiction(ln, state)],
             "Facts": [ln for ln in _dedup(facts) if not contradiction(ln, state)],
             "Decisions": decisions or ["- none recorded"],
             "Next step": next_step,
         }
         return _fit(sections, max_tokens, dropped)
+
+
+GOAL_CHARS = 400
+
+
+def _goal(objective: str) -> str:
+    flat = " ".join(objective.split())
+    if len(flat) <= GOAL_CHARS:
+        return flat
+    return flat[: flat.rfind(" ", 0, GOAL_CHARS)] + " … (the objective in full is in the task state)"
 
 
 def _take_markers(lines: Sequence[str], dropped: dict[str, int]) -> list[str]:
@@ -201,22 +215,6 @@ def _take_markers(lines: Sequence[str], dropped: dict[str, int]) -> list[str]:
         elif ln != _OLD_MARKER:
             out.append(ln)
     return out
-
-
-def old_references(body: str | None) -> tuple[str | None, list[tuple[str, str, str]]]:
-    """(body without them, [(sha256, tool, arg)]): the artifact lines that summaries written
-    before the results index kept in their Facts section (migrated into the index on fold)."""
-    if not body or "- sha256:" not in body:
-        return body, []
-    refs: list[tuple[str, str, str]] = []
-    kept: list[str] = []
-    for ln in body.split("\n"):
-        m = _OLD_REF.match(ln)
-        if m:
-            refs.append((m.group(1), m.group(2), m.group(3) or ""))
-        else:
-            kept.append(ln)
-    return "\n".join(kept), refs
 
 
 def _dedup(lines: Sequence[str]) -> list[str]:
@@ -260,76 +258,19 @@ def _fit(sections: dict[str, list[str]], max_tokens: int, dropped: dict[str, int
     return text
 
 
-# --- verbatim user messages -------------------------------------------------------------------
-
-def user_texts(messages: Sequence[Message]) -> list[str]:
-    """Every text the human wrote in `messages` (user-role text blocks), in order."""
-    return [b.text for m in messages if m.role == "user" for b in m.content if isinstance(b, TextBlock) and b.text.strip()]
-
-
-_USER_MSG = re.compile(r"<user_message>\n(.*?)\n</user_message>", re.S)
-
-
-def split_user_section(summary: str | None) -> tuple[str | None, list[str]]:
-    """(summary body, verbatim user messages) of a summary written by `compact`."""
-    if not summary:
-        return summary, []
-    body, sep, rest = summary.partition("\n\n" + USER_SECTION + "\n")
-    if not sep:
-        return summary, []
-    return body, _USER_MSG.findall(rest)
-
+# --- the summary's layout (see layout.py) ---------------------------------------------------
 
 def split_summary(summary: str | None) -> tuple[str | None, int, list[str], list[str]]:
     """(body, index entries cut so far, index lines, verbatim user messages) of a summary written
-    by `compact`. Artifact lines of summaries written before the index are moved into it."""
-    rest, users = split_user_section(summary)
-    if rest is None:
-        return None, 0, [], users
-    body: str | None = rest
-    section = ""
-    if rest.startswith(index.INDEX_SECTION):
-        body, section = "", rest
-    else:
-        at = rest.rfind("\n\n" + index.INDEX_SECTION)
-        if at >= 0:
-            body, section = rest[:at], rest[at + 2:]
-    cut, lines = index.parse(section)
-    body, old = old_references(body)
-    if old:
-        lines = index.fold([index.entry(sha, tool, arg) for sha, tool, arg in old], lines)
-    return (body or None), cut, lines, users
-
-
-def join_summary(body: str | None, cut: int, lines: Sequence[str], users: Sequence[str]) -> str:
-    """body, then the results index, then the human's messages verbatim."""
-    parts = [p for p in (body, index.render(cut, lines)) if p]
-    return join_user_section("\n\n".join(parts), users)
-
-
-def fit_index(summary: str | None, free: int) -> str | None:
-    """Stage 3's last resort on a summary: its oldest index lines go (counted in the index's note)
-    until `free` tokens are freed."""
-    if not summary or free <= 0:
-        return summary
-    body, cut, lines, users = split_summary(summary)
-    if not lines:
-        return summary
-    cut, lines = index.shrink(cut, lines, free)
-    return join_summary(body, cut, lines, users)
-
-
-def join_user_section(body: str, texts: Sequence[str]) -> str:
-    """`body` plus the human's messages, each verbatim inside `<user_message>` tags."""
-    if not texts:
-        return body
-    return body + "\n\n" + USER_SECTION + "\n" + "\n".join(f"<user_message>\n{t}\n</user_message>" for t in texts)
+    by `compact` (the ledger is in `layout.parse`)."""
+    p = layout.parse(summary)
+    return p.body, p.cut, p.lines, p.users
 
 
 def summary_references(summary: str | None) -> list[dict[str, str]]:
     """The artifacts a summary names (results summarized away): its results index, and the Facts
     lines of summaries written before the index existed."""
     out = index.references(summary)
-    _, old = old_references(summary)
+    _, old = layout.old_references(summary)
     out += [{"sha256": sha, "tool": tool, "stage": "summarized"} for sha, tool, _ in old]
     return out

@@ -16,6 +16,9 @@ TOOL_KEY = "longrun_tool"
 CLEARED_KEY = "longrun_cleared"
 """Set on a tool_result whose content a stage replaced by a reference: "trim" or "microcompact"."""
 ORIGINAL_TOKENS_KEY = "longrun_original_tokens"
+REF_HEX = 12
+"""Hex digits of an artifact hash a reference shows: the shortest prefix read_artifact resolves
+(`Store.resolve_artifact_prefix`). The block's `longrun_artifact` key keeps the full hash."""
 
 
 def extra(block: Any, key: str) -> Any:
@@ -69,9 +72,10 @@ def input_preview(tool_input: dict[str, Any], limit: int = 300) -> str:
 def reference_text(tool: str, tool_input: dict[str, Any], sha: str, tokens: int, why: str) -> str:
     """What a cleared result says instead of its content: the tool, its input, the artifact
     and how to read it back."""
+    short = sha[:REF_HEX]
     return (
         f"[{why}: result of {tool}({input_preview(tool_input)}), about {tokens} tokens. "
-        f"Full output: artifact sha256:{sha}; call read_artifact with {{\"sha256\": \"{sha}\"}} to read it back.]"
+        f"Full output: read_artifact {{\"sha256\": \"{short}\"}}]"
     )
 
 

@@ -38,6 +38,10 @@ class CompactionReport(BaseModel):
     summary_tokens: int = 0
     summary_source: Literal["none", "model", "extractive"] = "none"
     summary_rejected_reason: str | None = None
+    ledger_facts: int = 0
+    """Facts the summary's fact ledger quotes after this compaction."""
+    ledger_left_out: int = 0
+    """Ledger facts left out for size so far (the transcript keeps them)."""
     tail_messages: int = 0
     tail_tokens: int = 0
     cleared_results: int = 0

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from longrun.context import Calibration, compact, estimate_request, fit_request, render_request
 from longrun.context.summary import summary_references
-from longrun.context.transcript import cleared_references, normalize_pairs
+from longrun.context.transcript import artifact_sha, cleared_references, normalize_pairs
 from longrun.models.blocks import Message
 from longrun.models.context import TranscriptItem
 from longrun.models.spec import ContextPolicy
@@ -134,9 +134,21 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "freed_at_send": freed,
         "messages_in": len(items),
         "messages_out": len(request.messages),
-        "cleared": cleared_references(projection.messages) + summary_references(projection.summary),
+        "cleared": cleared_references(projection.messages) + _resolved(summary_references(projection.summary), items),
     })
     return {"messages": [m.to_wire() for m in request.messages], "report": report}
+
+
+def _resolved(refs: list[dict[str, str]], items: list[TranscriptItem]) -> list[dict[str, str]]:
+    """`refs` with each artifact prefix the summary names (12 hex digits, what read_artifact takes)
+    replaced by the full sha256 of the transcript's result it stands for: offline there is no
+    store to ask, and a reader of this report matches results exactly."""
+    full = {artifact_sha(b) for it in items for b in it.message.tool_results()}
+    out = []
+    for r in refs:
+        found = [sha for sha in full if sha.startswith(r["sha256"])]
+        out.append({**r, "sha256": found[0]} if len(found) == 1 else r)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,193 @@
+"""Fact units: the lines of a conversation that carry a task fact, found deterministically.
+
+A *unit* is a line of user, assistant or tool text (a long line is split into sentences). A unit
+is a fact when it holds something concrete (a number, a path, an identifier, a quoted value, a
+checksum, an address) or states a relation or a status about a named thing. What a unit is
+*about* is its key: its words and names with the values taken out, so that "billing-svc port:
+8443" and a later "billing-svc port: 9090" share a key (the later one wins) while "auth-svc port:
+9443" does not.
+
+No model is involved and nothing is paraphrased: the ledger (`ledger.py`) keeps units verbatim,
+so an answer stays on the same line as its subject. The heuristics here decide only *which* lines
+are kept and which ones a later line supersedes; they err towards keeping (a fact kept twice costs
+a line, a fact dropped is lost).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_UNIT_CHARS = 400
+"""Longer lines are split into sentences; a sentence longer than this is cut at a word."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9\"'`(\[*@-])")
+
+_ADDRESS = re.compile(r"https?://\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w@])@[\w][\w.-]*")
+"""URLs, e-mail addresses, @handles: values."""
+_PATH = re.compile(r"(?<![\w-])~?/?(?:[\w.-]+/)+[\w.-]+/?")
+"""Paths with a slash: names (what a fact is about), so two files' facts never share a key."""
+_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[A-Za-z]+\d+[A-Za-z0-9]*\b")
+"""billing-svc, PARAM_alpha_7, T-14, eu-west-2, node7: names, taken before numbers so that the
+digits of an identifier are not read as its value."""
+_VALUE = re.compile(
+    r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"                      # hashes, commit ids
+    r"|\b\d{4}-\d{2}-\d{2}(?:[T ][\d:]+Z?)?\b"                # dates
+    r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                  # IPv4 (and port)
+    r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
+    r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps)(?!\w)"  # quantities
+    r"|\b\d+\b"                                               # plain numbers
+    r"|\"[^\"\n]{1,120}\"|`[^`\n]{1,120}`|(?<!\w)'[^'\n]{2,80}'(?!\w)",  # quoted values
+    re.I,
+)
+_NAME = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9]*(?:[.:][A-Za-z0-9]+)+\b"          # a.b, host.example.com, pkg:thing
+    r"|\b[A-Z][A-Z0-9]{1,}\b"                                 # ACRONYMS, KEYS
+    r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"                           # camelCase
+    r"|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"                   # CamelCase
+)
+_WORD = re.compile(r"[a-z][a-z']+")
+
+RELATION = re.compile(
+    r"\b(?:depends? on|dependency of|relies on|requires|routes? (?:to|through|via)|(?:is |are )?routed (?:to|through|via)"
+    r"|forwards? to|proxies to|calls|talks to|points? (?:to|at)|runs? (?:in|on)|hosted (?:in|on|by)|deployed (?:to|in|on)"
+    r"|lives? (?:in|on|at)|located (?:in|at)|owned by|owns|owner|maintained by|maintainer|belongs to|backed by|backs"
+    r"|reads? from|writes? to|publishes to|subscribes to|consumes|feeds|replaces|replaced by|upstream|downstream"
+    r"|is served by|serves|mounted (?:at|on)|stored (?:in|at)|pinned to|uses)\b|->|=>|→",
+    re.I,
+)
+STATUS = re.compile(
+    r"\b(?:done|completed?|finished|closed|merged|shipped|resolved|in[- ]progress|wip|ongoing|started|blocked"
+    r"|pending|todo|to-do|not started|next (?:action|step)|waiting (?:on|for)|on hold|paused|failed|failing"
+    r"|passing|green|red|open|queued|deferred|cancell?ed|status)\b|^\s*[-*]?\s*\[[ xX]\]",
+    re.I,
+)
+CORRECTION = re.compile(
+    r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed?|revised?|amended?|instead|rather"
+    r"|no longer|not|now|earlier I said|I said|I meant|make that|should be|supersed\w*|final(?:ly)?|was|wrong)\b",
+    re.I,
+)
+DISMISSED = re.compile(
+    r"\b(?:unrelated|off[- ]topic|irrelevant|not relevant|no longer relevant|disregard|ignore (?:this|that|the|my)"
+    r"|obsolete|outdated note|stale note|for fun|just chatting)\b",
+    re.I,
+)
+_CODE_LIKE = re.compile(r"^\s*(?:def |class |return\b|import |from \S+ import|if .*:$|for .*:$|[})\]];?$|#include|//|/\*|\*/)"
+                        r"|[{};]\s*$")
+
+STOPWORDS = frozenset(
+    ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values"]
+)
+_CUE_WORDS = frozenset(
+    ["correction", "corrected", "actually", "scratch", "update", "updated", "updates", "changed", "change", "revised", "revise", "amended", "amend", "instead", "rather", "longer", "earlier", "said", "meant", "make", "should", "supersede", "superseded", "final", "finally", "wrong", "now", "was", "not", "is", "it's", "that"]
+)
+
+
+@dataclass
+class Unit:
+    """One line of the conversation that may carry a fact.
+
+    `source` is "user", "agent" or "tool"; `where` names the tool call a tool unit came from
+    (its tool and key input), empty otherwise; `order` is its position in the conversation."""
+
+    text: str
+    source: str
+    where: str = ""
+    order: int = 0
+    values: frozenset[str] = field(default_factory=frozenset)
+    names: frozenset[str] = field(default_factory=frozenset)
+    words: frozenset[str] = field(default_factory=frozenset)
+    relation: bool = False
+    status: bool = False
+    correction: bool = False
+    count: int = 1
+
+    @property
+    def key(self) -> tuple[str, frozenset[str]]:
+        """What the unit is about: its tool source, names and content words, values removed."""
+        return (self.where, self.names | self.words)
+
+    @property
+    def is_fact(self) -> bool:
+        return bool(self.values or self.names) or ((self.relation or self.status) and bool(self.words))
+
+
+def split_units(text: str, prose: bool = True) -> list[str]:
+    """`text` as candidate units: its non-empty lines, split into sentences (`prose`: always;
+    otherwise only lines over MAX_UNIT_CHARS, since a tool's line is its own record), none over
+    MAX_UNIT_CHARS (cut at a word, marked)."""
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if not line or set(line) <= set("|-:+=*#_ `~"):
+            continue
+        split = prose or len(line) > MAX_UNIT_CHARS
+        parts = [s for s in _SENTENCE_END.split(line) if s] if split else [line]
+        for p in parts:
+            if len(p) > MAX_UNIT_CHARS:
+                p = p[: p.rfind(" ", 0, MAX_UNIT_CHARS) if " " in p[:MAX_UNIT_CHARS] else MAX_UNIT_CHARS] + " …"
+            out.append(p)
+    return out
+
+
+def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
+    """A unit with its values (numbers, quantities, versions, dates, hashes, addresses, quoted
+    values), names (paths, identifiers, acronyms) and content words, and its cues."""
+    values: set[str] = set()
+    names: set[str] = set()
+
+    def take(pattern: re.Pattern[str], into: set[str], rest: str) -> str:
+        for m in pattern.finditer(rest):
+            v = m.group(0).strip("\"'`").rstrip(".,;:")
+            if v:
+                into.add(v)
+        return pattern.sub(" ", rest)
+
+    rest = take(_ADDRESS, values, text)
+    rest = take(_PATH, names, rest)
+    rest = take(_IDENT, names, rest)
+    rest = take(_VALUE, values, rest)
+    rest = take(_NAME, names, rest)
+    names = {n for n in names if n.lower() not in STOPWORDS}
+    words = {w for w in _WORD.findall(rest.lower()) if w not in STOPWORDS and w not in _CUE_WORDS}
+    return Unit(
+        text=text, source=source, where=where, order=order,
+        values=frozenset(values), names=frozenset(n.lower() for n in names), words=frozenset(_stem(w) for w in words),
+        relation=bool(RELATION.search(text)), status=bool(STATUS.search(text)),
+        correction=bool(CORRECTION.search(text)),
+    )
+
+
+def _stem(word: str) -> str:
+    """A crude stem so "routes"/"routed"/"routing" and "listens"/"listening" share a key."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def dismissed(text: str) -> bool:
+    """The line says itself that it is unrelated, obsolete or to be ignored."""
+    return bool(DISMISSED.search(text))
+
+
+def code_like(text: str) -> bool:
+    return bool(_CODE_LIKE.search(text))
+
+
+def template(text: str) -> str:
+    """The unit with its values and digits masked: near-duplicate lines share a template."""
+    masked = _VALUE.sub("#", _ADDRESS.sub("#", text.lower()))
+    masked = re.sub(r"\d+", "#", masked)
+    return " ".join(re.findall(r"[a-z#]+", masked))
+
+
+def information(u: Unit) -> float:
+    """How much a unit tells, for the ledger's budget: its distinct concrete tokens, plus one
+    for a relation and one for a status, weighted by who said it (the user's words first, then
+    short tool results and the agent's, then other tool lines) and down-weighted for code."""
+    base = len(u.values) + len(u.names) + (1.0 if u.relation else 0.0) + (1.0 if u.status else 0.0)
+    weight = {"user": 3.0, "agent": 2.0, "tool": 1.5}.get(u.source, 1.0)
+    if u.source == "tool" and code_like(u.text):
+        weight *= 0.3
+    return max(0.5, base) * weight

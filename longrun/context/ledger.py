@@ -1,0 +1,242 @@
+"""The fact ledger: the summarized turns' facts, verbatim, one line each, latest value per subject.
+
+Why it exists: a prose summary under a budget drops exact values (ports, paths, checksums, owners),
+relations, short tool results, corrections and status lines first, and keeps filler. The ledger is
+the durable record of those facts. It is built mechanically (`facts.py` finds the lines), never
+by a model, and rendered outside the summarizer's text, like the results index and the human's
+messages, so a model summarizer cannot drop or rewrite it.
+
+    ## Fact ledger (...)
+    - user: billing-svc listens on port 8443.
+    - agent, final: T-14 is blocked on the DB credentials, not on review.
+    - tool read_file `config/app.yaml`: timeout_ms: 3000
+    - user ×14: Thanks, noted — CI run 4411 passed.
+    - (9 lower-information facts left out for size; the transcript keeps them)
+
+Rules, in the order they apply:
+- a line that says it is unrelated, obsolete or to be ignored is not a fact;
+- a later line with the same key (same subject words and names, values aside) replaces the
+  earlier one: latest value wins, and near-identical repeats collapse into one line with a count;
+- a correction ("actually", "not 8080", "changed from A to B", ...) replaces the earlier line it
+  corrects (most shared names and words) and is marked `final`;
+- the ledger folds forward across compactions (earlier lines first, re-read with the same rules);
+- over its budget, the lines that tell least per token go first, counted; the rest keep their
+  conversation order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from longrun.context import facts
+from longrun.context.facts import Unit
+from longrun.context.index import is_short
+from longrun.context.tokens import estimate_text
+from longrun.context.transcript import is_cleared, result_text
+from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
+
+LEDGER_SECTION = "## Fact ledger"
+LEDGER_HEADER = (LEDGER_SECTION + " (lines quoted verbatim from the summarized turns; the latest value per "
+                 "subject wins, superseded values are removed; `final` marks a correction)")
+WHERE_CHARS = 80
+"""A tool line names its call by tool and key input, cut to this many characters."""
+
+_LINE = re.compile(r"^- (user|agent|tool (\S+) `([^`]*)`)(, final)?(?: ×(\d+))?: (.*)$")
+_LEFT_OUT = re.compile(r"^- \((\d+) lower-information facts left out for size; the transcript keeps them\)$")
+_QUOTE = str.maketrans({"`": "'", "\n": " "})
+
+
+def left_out_note(n: int) -> str:
+    return f"- ({n} lower-information facts left out for size; the transcript keeps them)"
+
+
+class Entry:
+    """A ledger line: its unit (analysed), whether it is a correction's final value, its count."""
+
+    __slots__ = ("final", "unit")
+
+    def __init__(self, unit: Unit, final: bool = False) -> None:
+        self.unit = unit
+        self.final = final
+
+    def render(self) -> str:
+        u = self.unit
+        tag = u.source if u.source != "tool" else f"tool {u.where}"
+        return f"- {tag}{', final' if self.final else ''}{f' ×{u.count}' if u.count > 1 else ''}: {u.text}"
+
+
+def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: Iterable[str] = ()) -> list[Unit]:
+    """The fact units of `messages`, in order.
+
+    Args:
+        hint_of: tool_use id -> "<tool> <key input>", how a tool line names its call.
+        skip_users: user texts kept verbatim elsewhere in the summary (not repeated here)."""
+    skip = set(skip_users)
+    out: list[Unit] = []
+    order = 0
+    for m in messages:
+        known = "\n".join(_strings(b.input) for b in m.content if isinstance(b, ToolUseBlock))
+        for b in m.content:
+            if isinstance(b, TextBlock) and b.text.strip():
+                if m.role == "user" and b.text in skip:
+                    continue
+                source = "user" if m.role == "user" else "agent"
+                for text in facts.split_units(b.text):
+                    order += 1
+                    u = facts.analyse(text, source, order=order)
+                    if source == "agent" and _narration(u, known):
+                        continue
+                    out.append(u)
+            elif isinstance(b, ToolResultBlock) and not is_cleared(b) and _quotable(b):
+                where = hint_of.get(b.tool_use_id, "tool").translate(_QUOTE)
+                where = where if len(where) <= WHERE_CHARS else where[: WHERE_CHARS - 1] + "…"
+                tool, _, hint = where.partition(" ")
+                whole = is_short(b)
+                for text in facts.split_units(result_text(b), prose=False):
+                    order += 1
+                    u = facts.analyse(text, "tool", where=f"{tool} `{hint}`", order=order)
+                    if whole or u.is_fact:
+                        out.append(u)
+    return [u for u in out if (u.is_fact or u.source == "tool") and not facts.dismissed(u.text)]
+
+
+MAX_QUOTED_RESULT_TOKENS = 1_000
+"""Facts are quoted from tool results up to this size (a probe, a status, a config file); larger
+ones (logs, file dumps) are in the results index, whole, behind read_artifact: quoting their
+numbers would spend the ledger on noise."""
+
+
+def _quotable(b: ToolResultBlock) -> bool:
+    return estimate_text(result_text(b)) <= MAX_QUOTED_RESULT_TOKENS
+
+
+def _strings(value: object) -> str:
+    if isinstance(value, dict):
+        return "\n".join(_strings(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return "\n".join(_strings(v) for v in value)
+    return str(value)
+
+
+def _narration(u: Unit, known: str) -> bool:
+    """An agent sentence whose concrete tokens all appear in its own tool calls ("Next I read
+    src/x.py"): the results index already says it."""
+    if not known or u.relation or u.status:
+        return False
+    return all(v in known for v in u.values) and all(n in known.lower() for n in u.names)
+
+
+def parse(section: str | None) -> tuple[int, list[Entry]]:
+    """(facts left out so far, entries) of a rendered ledger section."""
+    if not section:
+        return 0, []
+    left = 0
+    out: list[Entry] = []
+    for order, ln in enumerate(section.splitlines()):
+        m = _LEFT_OUT.match(ln)
+        if m:
+            left += int(m.group(1))
+            continue
+        m = _LINE.match(ln)
+        if not m:
+            continue
+        source = "tool" if m.group(2) else m.group(1)
+        where = f"{m.group(2)} `{m.group(3)}`" if m.group(2) else ""
+        u = facts.analyse(m.group(6), source, where=where, order=order - 1_000_000)
+        u.count = int(m.group(5) or 1)
+        out.append(Entry(u, final=bool(m.group(4))))
+    return left, out
+
+
+def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
+    """The ledger after `new` units, in conversation order, with the rules of the module docstring."""
+    entries: list[Entry | None] = list(previous)
+    by_key: dict[tuple[str, frozenset[str]], int] = {}
+    for i, e in enumerate(entries):
+        if e is not None:
+            by_key[e.unit.key] = i
+    for u in new:
+        prior = _same_key(u, by_key, entries)
+        final = False
+        if prior is None and u.correction:
+            prior = _corrected(u, entries)
+            final = prior is not None
+        if prior is not None:
+            old = entries[prior]
+            assert old is not None
+            if facts.template(old.unit.text) == facts.template(u.text):
+                u.count += old.unit.count
+            final = final or (old.final and not u.correction)
+            entries[prior] = None
+        entries.append(Entry(u, final=final))
+        by_key[u.key] = len(entries) - 1
+    return [e for e in entries if e is not None]
+
+
+def _same_key(u: Unit, by_key: dict[tuple[str, frozenset[str]], int], entries: list[Entry | None]) -> int | None:
+    i = by_key.get(u.key)
+    if i is None or entries[i] is None or not u.key[1]:
+        return None
+    return i
+
+
+def _corrected(u: Unit, entries: list[Entry | None]) -> int | None:
+    """The earlier entry a correction replaces: one that shares a name or a value with it and a
+    content word (or all its names), whose value differs; the closest match, the latest on ties."""
+    best: tuple[int, int] | None = None
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e is None:
+            continue
+        o = e.unit
+        if o.where != u.where and u.source != "tool" and o.source == "tool":
+            continue
+        names = len(o.names & u.names)
+        words = len(o.words & u.words)
+        shared_values = o.values & u.values
+        if not (names or shared_values):
+            continue
+        if not (words or (o.names and o.names <= u.names) or shared_values):
+            continue
+        if not ((u.values - o.values) or (u.names - o.names)):
+            continue  # says nothing new: not a correction of this line
+        score = 2 * names + words + 2 * len(shared_values)
+        if best is None or score > best[0]:
+            best = (score, i)
+    return best[1] if best is not None else None
+
+
+def entry_cost(e: Entry) -> int:
+    return estimate_text(e.render()) + 1
+
+
+def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int, list[Entry]]:
+    """The entries that fit `budget` tokens (header and note included), the most informative per
+    token first, returned in conversation order; (facts left out in all, kept entries)."""
+    header = estimate_text(LEDGER_HEADER) + 2
+    costs = [entry_cost(e) for e in entries]
+    if header + sum(costs) <= budget:
+        return left_before, list(entries)
+    note = estimate_text(left_out_note(left_before + len(entries))) + 1
+    room = budget - header - note
+    ranked = sorted(range(len(entries)), key=lambda i: (-facts.information(entries[i].unit) / costs[i], -i))
+    keep: set[int] = set()
+    used = 0
+    for i in ranked:
+        if used + costs[i] <= room:
+            keep.add(i)
+            used += costs[i]
+    kept = [e for i, e in enumerate(entries) if i in keep]
+    return left_before + len(entries) - len(kept), kept
+
+
+def render(left_out: int, entries: Sequence[Entry]) -> str:
+    if not entries and not left_out:
+        return ""
+    return "\n".join([LEDGER_HEADER, *(e.render() for e in entries), *([left_out_note(left_out)] if left_out else [])])
+
+
+def cost(left_out: int, entries: Sequence[Entry]) -> int:
+    text = render(left_out, entries)
+    return estimate_text(text) if text else 0
