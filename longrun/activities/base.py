@@ -27,6 +27,7 @@ from temporalio import activity
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.activities.scope import ScopedAccess, ScopeSlot
 from longrun.context import Calibration, fit_request, render_request
+from longrun.context.state_block import notes_budget
 from longrun.errors import ContextOverflow
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.context import Projection, TranscriptItem
@@ -165,6 +166,7 @@ class ActivityBase(ScopedAccess):
             state=state,
             tools=self.registry.specs(read_only=spec.read_only),
             max_tokens=min(spec.context.reserve_output, provider.info.max_output),
+            notes_tokens=notes_budget(spec.context.limit(provider.info.window)),
         )
         calibration = self.calibration(run_id)
         limit = spec.context.limit(provider.info.window)

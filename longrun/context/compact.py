@@ -19,7 +19,7 @@ from longrun.context.enforce import choose_cut, tail_floor
 from longrun.context.layout import user_texts
 from longrun.context.microcompact import microcompact
 from longrun.context.render import summary_text
-from longrun.context.state_block import render_state_block
+from longrun.context.state_block import notes_budget, render_state_block, shown_notes
 from longrun.context.summary import ExtractiveSummarizer, Summarizer, validate_summary
 from longrun.context.tokens import (
     BLOCK_OVERHEAD,
@@ -67,6 +67,15 @@ def should_compact(
     return None
 
 
+def aim(trigger_est: int, fixed: int, target_ratio: float, limit_est: int) -> int:
+    """Where a compaction aims, in estimated tokens: `target_ratio` of the way from the part no
+    compaction can shrink (system prompt, tools, task state) to the trigger. Applying the ratio
+    to the whole trigger would aim below that part whenever it is large next to the trigger
+    (a small budget, many tools), so no compaction could reach its target and one would fire
+    every turn; aiming inside the compactable part leaves the next turns their room."""
+    return min(limit_est, fixed + max(0, int((trigger_est - fixed) * target_ratio)))
+
+
 def _summary_cost(summary: str | None) -> int:
     if not summary:
         return 0
@@ -93,7 +102,8 @@ def compact(
         previous: the current projection; its messages and summary are the starting point and
             entries after its `covers_through_seq` are added to them.
         force: run microcompact (every eligible result) and summarize even under the target
-            (a stage boundary or an operator asking for it).
+            (an operator asking for it, a provider overflow). A `stage_boundary` trigger runs
+            microcompact on every eligible result, and summarizes only over the target.
 
     Returns:
         The projection with version previous.version + 1 (or 1), based on state.state_version,
@@ -110,10 +120,11 @@ def compact(
 
     ratio = calibration.ratio if calibration.ratio > 0 else 1.0
     limit = policy.limit(window)
-    target = min(int(policy.effective_trigger(window) * policy.target_ratio), limit)
-    limit_est, target_est = int(limit / ratio), int(target / ratio)
+    limit_est = int(limit / ratio)
+    notes_tokens = notes_budget(limit)
     fixed = (estimate_text(system) + estimate_tools(tools) + REQUEST_OVERHEAD
-             + MESSAGE_OVERHEAD + BLOCK_OVERHEAD + estimate_text(render_state_block(state)))
+             + MESSAGE_OVERHEAD + BLOCK_OVERHEAD + estimate_text(render_state_block(state, notes_tokens)))
+    target_est = aim(int(policy.effective_trigger(window) / ratio), fixed, policy.target_ratio, limit_est)
     ests = [estimate_message(m) for m in view]
 
     def total() -> int:
@@ -138,11 +149,13 @@ def compact(
     freed["trim"] = max(0, before - total())
     cleared = len(r0.cleared)
 
-    # Stage 1: microcompact.
-    if total() > target_est or force:
+    # Stage 1: microcompact. A stage boundary clears every eligible result (when that frees at
+    # least clear_at_least): the work on them is done, whatever the size of the request.
+    proactive = force or trigger == "stage_boundary"
+    if total() > target_est or proactive:
         stages.append("microcompact")
         now = total()
-        r1 = microcompact(view, ests, policy=policy, excess=None if force else now - target_est)
+        r1 = microcompact(view, ests, policy=policy, excess=None if proactive else now - target_est)
         if r1.changed:
             view = r1.messages
             changed = True
@@ -155,7 +168,7 @@ def compact(
         kept = (view, ests, summary, report.model_copy())
         kept_original = list(original)
         done = _summarize(view, original, ests, summary, state=state, policy=policy, report=report, summarizer=summarizer,
-                          fixed=fixed, target_est=target_est, limit_est=limit_est)
+                          fixed=fixed, target_est=target_est, limit_est=limit_est, notes_tokens=notes_tokens)
         if done is not None:
             summary, cut = done
             view, ests, original = view[cut:], ests[cut:], original[cut:]
@@ -234,6 +247,7 @@ def _summarize(
     fixed: int,
     target_est: int,
     limit_est: int,
+    notes_tokens: int,
 ) -> tuple[str, int] | None:
     """(new summary, cut) or None when there is nothing worth summarizing.
 
@@ -285,13 +299,14 @@ def _summarize(
     users = _cap_users(list(dict.fromkeys(prev.users + user_texts(replaced))), user_cap)
     kept_users = set(users)
     gone_users = [t for t in prev.users if t not in kept_users]
-    units = ledger.units_of([Message.user_text(t) for t in gone_users], {})
+    units = ledger.note_units(shown_notes(list(state.notes), notes_tokens)[0], prev.facts)
+    units += ledger.units_of([Message.user_text(t) for t in gone_users], {})
     units += ledger.units_of(original[:cut], hint_of, skip_users=kept_users)
     facts = ledger.fold(prev.facts, units)
     lines = index.fold(prev.lines, index.entries(replaced))
     free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - _users_cost(users)
-    shared = max(free, max_tokens)  # body and ledger together: never less than the body alone may take
     body_min = min(BODY_MIN, max_tokens // 2)
+    shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
     left_out, facts = ledger.select(facts, shared - body_min, prev.left_out)
     body_tokens = max(body_min, min(max_tokens, shared - ledger.cost(left_out, facts)))
 

@@ -73,7 +73,7 @@ DISMISSED = re.compile(
     re.I,
 )
 _CODE_LIKE = re.compile(r"^\s*(?:def |class |return\b|import |from \S+ import|if .*:$|for .*:$|[})\]];?$|#include|//|/\*|\*/)"
-                        r"|[{};]\s*$")
+                        r"|[{;]\s*$")
 
 STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values"]
@@ -87,7 +87,7 @@ _CUE_WORDS = frozenset(
 class Unit:
     """One line of the conversation that may carry a fact.
 
-    `source` is "user", "agent" or "tool"; `where` names the tool call a tool unit came from
+    `source` is "user", "agent", "tool" or "note" (a task-state note); `where` names the tool call a tool unit came from
     (its tool and key input), empty otherwise; `order` is its position in the conversation."""
 
     text: str
@@ -171,8 +171,25 @@ def dismissed(text: str) -> bool:
     return bool(DISMISSED.search(text))
 
 
+_LINE_NUMBER = re.compile(r"^\s*\d+[\s:|]\s?")
+
+
 def code_like(text: str) -> bool:
-    return bool(_CODE_LIKE.search(text))
+    """A line of source code (a numbered listing's number aside)."""
+    return bool(_CODE_LIKE.search(_LINE_NUMBER.sub("", text, count=1)))
+
+
+def code_share(lines: list[str]) -> float:
+    """The share of `lines` that look like source code: listings, indentation, brackets,
+    assignments, calls. A result mostly made of code is a file read, not a record of facts."""
+    if not lines:
+        return 0.0
+    hits = sum(1 for ln in lines if code_like(ln) or _CODE_TOKENS.search(_LINE_NUMBER.sub("", ln, count=1)))
+    return hits / len(lines)
+
+
+_CODE_TOKENS = re.compile(r"\bself\.|\w\((?:[\w\s,=.*\[\]\"']*)\):?\s*$|^\s*(?:@\w|elif |else:|try:|except\b|with |raise |async |await "
+                          r"|const |let |var |function |public |private |fn |pub |#\[)")
 
 
 def template(text: str) -> str:
@@ -184,10 +201,11 @@ def template(text: str) -> str:
 
 def information(u: Unit) -> float:
     """How much a unit tells, for the ledger's budget: its distinct concrete tokens, plus one
-    for a relation and one for a status, weighted by who said it (the user's words first, then
-    short tool results and the agent's, then other tool lines) and down-weighted for code."""
+    for a relation and one for a status; the same whoever said it (a fact from a probe is worth
+    as much as one from the user), a little more for the agent's own notes, much less for a line
+    of code."""
     base = len(u.values) + len(u.names) + (1.0 if u.relation else 0.0) + (1.0 if u.status else 0.0)
-    weight = {"user": 3.0, "agent": 2.0, "tool": 1.5}.get(u.source, 1.0)
+    weight = 1.2 if u.source == "note" else 1.0
     if u.source == "tool" and code_like(u.text):
         weight *= 0.3
     return max(0.5, base) * weight

@@ -37,12 +37,16 @@ from longrun.context.transcript import is_cleared, result_text
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 LEDGER_SECTION = "## Fact ledger"
-LEDGER_HEADER = (LEDGER_SECTION + " (lines quoted verbatim from the summarized turns; the latest value per "
-                 "subject wins, superseded values are removed; `final` marks a correction)")
+LEDGER_HEADER = LEDGER_SECTION + " (quoted verbatim; latest value per subject; final = corrected)"
 WHERE_CHARS = 80
 """A tool line names its call by tool and key input, cut to this many characters."""
 
-_LINE = re.compile(r"^- (user|agent|tool (\S+) `([^`]*)`)(, final)?(?: ×(\d+))?: (.*)$")
+GROUPS = (("user", "### said by the user"), ("agent", "### said by the agent"), ("note", "### task notes"),
+          ("tool", "### tool results"))
+"""The ledger's subsections, one per source, each in conversation order: the source is said
+once per group rather than on every line."""
+_GROUP_OF = {title: source for source, title in GROUPS}
+_LINE = re.compile(r"^- (?:\((final)?(?:, )?(?:×(\d+))?\) )?(?:`([^`]*)`: )?(.*)$")
 _LEFT_OUT = re.compile(r"^- \((\d+) lower-information facts left out for size; the transcript keeps them\)$")
 _QUOTE = str.maketrans({"`": "'", "\n": " "})
 
@@ -61,9 +65,12 @@ class Entry:
         self.final = final
 
     def render(self) -> str:
+        """`- [(final, ×N) ][`tool call`: ]text`; a tool line names its call only when the line
+        names nothing itself (`{"status": "degraded"}` needs the probe it answers)."""
         u = self.unit
-        tag = u.source if u.source != "tool" else f"tool {u.where}"
-        return f"- {tag}{', final' if self.final else ''}{f' ×{u.count}' if u.count > 1 else ''}: {u.text}"
+        marks = ", ".join(m for m in ("final" if self.final else "", f"×{u.count}" if u.count > 1 else "") if m)
+        where = f"`{u.where}`: " if u.source == "tool" and u.where and not u.names else ""
+        return f"- {f'({marks}) ' if marks else ''}{where}{u.text}"
 
 
 def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: Iterable[str] = ()) -> list[Unit]:
@@ -91,11 +98,12 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
             elif isinstance(b, ToolResultBlock) and not is_cleared(b) and _quotable(b):
                 where = hint_of.get(b.tool_use_id, "tool").translate(_QUOTE)
                 where = where if len(where) <= WHERE_CHARS else where[: WHERE_CHARS - 1] + "…"
-                tool, _, hint = where.partition(" ")
                 whole = is_short(b)
                 for text in facts.split_units(result_text(b), prose=False):
                     order += 1
-                    u = facts.analyse(text, "tool", where=f"{tool} `{hint}`", order=order)
+                    u = facts.analyse(text, "tool", where=where, order=order)
+                    if u.names:
+                        u.where = ""  # the line names its own subject: its key and render need no call
                     if whole or u.is_fact:
                         out.append(u)
     return [u for u in out if (u.is_fact or u.source == "tool") and not facts.dismissed(u.text)]
@@ -107,8 +115,29 @@ ones (logs, file dumps) are in the results index, whole, behind read_artifact: q
 numbers would spend the ledger on noise."""
 
 
+CODE_SHARE = 0.5
+"""A result whose lines are mostly source code is not quoted (the index names the file)."""
+
+
 def _quotable(b: ToolResultBlock) -> bool:
-    return estimate_text(result_text(b)) <= MAX_QUOTED_RESULT_TOKENS
+    text = result_text(b)
+    if estimate_text(text) > MAX_QUOTED_RESULT_TOKENS:
+        return False
+    return is_short(b) or facts.code_share(text.splitlines()) < CODE_SHARE
+
+
+def note_units(notes: Sequence[str], already: Sequence[Entry] = ()) -> list[Unit]:
+    """The task state's notes that its block no longer shows, as ledger units (`note:` lines),
+    whole, those already in the ledger skipped. A note is the agent's own record: kept even
+    without a concrete token."""
+    have = {e.unit.text for e in already if e.unit.source == "note"}
+    out = []
+    for n in notes:
+        text = " ".join(n.split())
+        if text and text not in have:
+            have.add(text)
+            out.append(facts.analyse(text, "note"))
+    return out
 
 
 def _strings(value: object) -> str:
@@ -128,24 +157,26 @@ def _narration(u: Unit, known: str) -> bool:
 
 
 def parse(section: str | None) -> tuple[int, list[Entry]]:
-    """(facts left out so far, entries) of a rendered ledger section."""
+    """(facts left out so far, entries) of a rendered ledger section, in its groups' order."""
     if not section:
         return 0, []
     left = 0
     out: list[Entry] = []
+    source = "agent"
     for order, ln in enumerate(section.splitlines()):
+        if ln in _GROUP_OF:
+            source = _GROUP_OF[ln]
+            continue
         m = _LEFT_OUT.match(ln)
         if m:
             left += int(m.group(1))
             continue
         m = _LINE.match(ln)
-        if not m:
+        if not m or not m.group(4):
             continue
-        source = "tool" if m.group(2) else m.group(1)
-        where = f"{m.group(2)} `{m.group(3)}`" if m.group(2) else ""
-        u = facts.analyse(m.group(6), source, where=where, order=order - 1_000_000)
-        u.count = int(m.group(5) or 1)
-        out.append(Entry(u, final=bool(m.group(4))))
+        u = facts.analyse(m.group(4), source, where=m.group(3) or "", order=order - 1_000_000)
+        u.count = int(m.group(2) or 1)
+        out.append(Entry(u, final=bool(m.group(1))))
     return left, out
 
 
@@ -214,7 +245,7 @@ def entry_cost(e: Entry) -> int:
 def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int, list[Entry]]:
     """The entries that fit `budget` tokens (header and note included), the most informative per
     token first, returned in conversation order; (facts left out in all, kept entries)."""
-    header = estimate_text(LEDGER_HEADER) + 2
+    header = estimate_text(LEDGER_HEADER) + 2 + 8 * len(GROUPS)
     costs = [entry_cost(e) for e in entries]
     if header + sum(costs) <= budget:
         return left_before, list(entries)
@@ -234,7 +265,14 @@ def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int
 def render(left_out: int, entries: Sequence[Entry]) -> str:
     if not entries and not left_out:
         return ""
-    return "\n".join([LEDGER_HEADER, *(e.render() for e in entries), *([left_out_note(left_out)] if left_out else [])])
+    out = [LEDGER_HEADER]
+    for source, title in GROUPS:
+        lines = [e.render() for e in entries if e.unit.source == source]
+        if lines:
+            out += [title, *lines]
+    if left_out:
+        out.append(left_out_note(left_out))
+    return "\n".join(out)
 
 
 def cost(left_out: int, entries: Sequence[Entry]) -> int:

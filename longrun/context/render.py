@@ -42,8 +42,8 @@ def render_messages(projection: Projection | None, new_items: Sequence[Transcrip
     return msgs
 
 
-def with_state_block(messages: list[Message], state: TaskState) -> list[Message]:
-    block = TextBlock(text=render_state_block(state))
+def with_state_block(messages: list[Message], state: TaskState, notes_tokens: int | None = None) -> list[Message]:
+    block = TextBlock(text=render_state_block(state, notes_tokens))
     if messages and messages[-1].role == "user":
         return [*messages[:-1], Message.model_construct(role="user", content=[*messages[-1].content, block])]
     return [*messages, Message(role="user", content=[block])]
@@ -58,6 +58,7 @@ def render_request(
     state: TaskState,
     tools: Sequence[ToolSpec],
     max_tokens: int,
+    notes_tokens: int | None = None,
 ) -> ModelRequest:
     """The request for the next model call.
 
@@ -66,10 +67,12 @@ def render_request(
         new_items: transcript entries; those after `projection.covers_through_seq` are sent
             verbatim (passing the whole transcript is fine).
         state: the head TaskState; its block is always the last text of the last user message.
+        notes_tokens: the most tokens its notes take (`state_block.notes_budget(limit)`; the
+            oldest go first); None shows them all.
 
     Returns:
         A ModelRequest with every `longrun_*` key stripped. Call `fit_request` on it before
         sending.
     """
-    messages = with_state_block(render_messages(projection, new_items), state)
+    messages = with_state_block(render_messages(projection, new_items), state, notes_tokens)
     return ModelRequest(model=model, system=system, messages=messages, tools=list(tools), max_tokens=max_tokens)

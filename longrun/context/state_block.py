@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from longrun.context.tokens import estimate_text
 from longrun.models.state import TaskState
 
 OPEN_TAG = "<task_state>"
@@ -22,9 +23,38 @@ PREAMBLE = (
 _BLOCK_RE = re.compile(re.escape(OPEN_TAG) + r"\s*(.*?)\s*" + re.escape(CLOSE_TAG), re.S)
 
 
-def state_view(state: TaskState) -> dict[str, Any]:
-    """The fields of TaskState a model needs, in a stable order."""
-    return {
+NOTES_SHARE = 30
+"""Notes may take 1/NOTES_SHARE of a request's hard limit (200 to 2,000 tokens)."""
+OLDER_NOTES_KEY = "older_notes"
+
+
+def notes_budget(limit: int) -> int:
+    """Tokens the state block's notes may take under a request limit of `limit`. Notes grow
+    with the run and are sent on every request; past this, the oldest ones are in the summary's
+    fact ledger (folded at the next compaction) and always in the state history."""
+    return max(200, min(2_000, limit // NOTES_SHARE))
+
+
+def shown_notes(notes: list[str], budget: int | None) -> tuple[list[str], list[str]]:
+    """(older notes left out, notes shown): the newest notes that fit `budget` tokens, in order."""
+    if budget is None:
+        return [], list(notes)
+    used = 0
+    start = len(notes)
+    for i in range(len(notes) - 1, -1, -1):
+        cost = estimate_text(notes[i]) + 2
+        if used + cost > budget:
+            break
+        used += cost
+        start = i
+    return list(notes[:start]), list(notes[start:])
+
+
+def state_view(state: TaskState, notes_tokens: int | None = None) -> dict[str, Any]:
+    """The fields of TaskState a model needs, in a stable order; notes within `notes_tokens`
+    (None: all), with a count of the older ones."""
+    older, notes = shown_notes(list(state.notes), notes_tokens)
+    view = {
         "run_id": state.run_id,
         "state_version": state.state_version,
         "objective": state.objective,
@@ -41,14 +71,18 @@ def state_view(state: TaskState) -> dict[str, Any]:
             for e in state.effects
         ],
         "decisions": [{"summary": d.summary, "reason": d.reason} for d in state.decisions],
-        "notes": list(state.notes),
+        "notes": notes,
         "artifact_refs": [{"sha256": r.sha256, "uri": r.uri} for r in state.artifact_refs],
     }
+    if older:
+        view[OLDER_NOTES_KEY] = (f"{len(older)} older notes are not shown: they are in the summary's fact ledger "
+                                 "(as `note:` lines) and in the state history")
+    return view
 
 
-def render_state_block(state: TaskState) -> str:
-    """`PREAMBLE` + `<task_state>` JSON `</task_state>`."""
-    body = json.dumps(state_view(state), indent=1, ensure_ascii=False)
+def render_state_block(state: TaskState, notes_tokens: int | None = None) -> str:
+    """`PREAMBLE` + `<task_state>` JSON `</task_state>`; notes within `notes_tokens` (None: all)."""
+    body = json.dumps(state_view(state, notes_tokens), indent=1, ensure_ascii=False)
     return f"{PREAMBLE}\n{OPEN_TAG}\n{body}\n{CLOSE_TAG}"
 
 

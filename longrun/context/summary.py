@@ -195,7 +195,7 @@ class ExtractiveSummarizer:
         return _fit(sections, max_tokens, dropped)
 
 
-GOAL_CHARS = 400
+GOAL_CHARS = 200
 
 
 def _goal(objective: str) -> str:

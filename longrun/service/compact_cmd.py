@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from longrun.context import Calibration, compact, estimate_request, fit_request, render_request
+from longrun.context.state_block import notes_budget
 from longrun.context.summary import summary_references
 from longrun.context.transcript import artifact_sha, cleared_references, normalize_pairs
 from longrun.models.blocks import Message
@@ -124,7 +125,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     projection = compact(items, previous=None, state=state, policy=policy, window=window, trigger="offline",
                          calibration=calibration)
     request = render_request(model="offline", system="", projection=projection, new_items=items, state=state,
-                             tools=[], max_tokens=policy.reserve_output)
+                             tools=[], max_tokens=policy.reserve_output, notes_tokens=notes_budget(policy.limit(window)))
     request, freed = fit_request(request, limit=policy.limit(window), calibration=calibration,
                                  keep_min_tail_turns=policy.min_tail_turns)
     report = projection.report.model_dump(mode="json")

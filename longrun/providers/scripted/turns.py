@@ -7,10 +7,12 @@ calls besides the task state and the transcript the workflow sends.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from longrun.context.state_block import parse_state_block
+from longrun.context.state_block import OLDER_NOTES_KEY, parse_state_block
+from longrun.context.summary import OPEN_TAG
 from longrun.models.blocks import Message, ToolResultBlock, ToolUseBlock
 from longrun.models.canonical import canonical_json
 from longrun.models.provider import ModelRequest
@@ -53,12 +55,29 @@ def short(text: str, limit: int = 160) -> str:
     return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
+_NOTES_GROUP = re.compile(r"^### task notes\n((?:- .*\n?)+)", re.M)
+_MARKS = re.compile(r"^- (?:\([^)]*\) )?")
+
+
 def last_state(request: ModelRequest) -> dict[str, Any] | None:
-    """The task state: the last `<task_state>` block of the last user message."""
+    """The task state: the last `<task_state>` block of the last user message. When the block
+    shows only the newest notes, the older ones are read back from the summary's fact ledger
+    (its `note:` lines), as a model would read them there."""
+    state: dict[str, Any] | None = None
     for message in reversed(request.messages):
         if message.role == "user":
-            return parse_state_block(message.text())
-    return None
+            state = parse_state_block(message.text())
+            break
+    if state is None or not state.get(OLDER_NOTES_KEY) or not request.messages:
+        return state
+    first = request.messages[0].text() if request.messages[0].role == "user" else ""
+    if OPEN_TAG in first:
+        shown = list(state.get("notes") or [])
+        group = _NOTES_GROUP.search(first)
+        lines = group.group(1).splitlines() if group else []
+        older = [n for n in (_MARKS.sub("", ln, count=1) for ln in lines) if n and n not in shown]
+        state["notes"] = older + shown
+    return state
 
 
 def last_results(request: ModelRequest) -> list[tuple[ToolUseBlock, ToolResultBlock]]:
