@@ -1,7 +1,7 @@
 """`python -m bench.run` (what `make bench` runs): every benchmark, tables on stdout, progress on
 stderr, and BENCHMARKS.md written at the repository root.
 
-    python -m bench.run                       # all four, writes BENCHMARKS.md
+    python -m bench.run                       # all of them, writes BENCHMARKS.md
     python -m bench.run --only synthetic      # one (or a comma list); BENCHMARKS.md is not written
     python -m bench.run --output /tmp/b.md    # write elsewhere
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ("synthetic", "real_sessions", "store", "orchestration")
+ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention")
 
 
 def _runner(name: str) -> Callable[[], Section]:
@@ -42,6 +42,10 @@ def _runner(name: str) -> Callable[[], Section]:
         from bench import orchestration
 
         return orchestration.run
+    if name == "retention":
+        from bench.retention import run as retention
+
+        return retention.run
     raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(ORDER)}")
 
 
