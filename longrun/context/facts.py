@@ -34,8 +34,8 @@ _VALUE = re.compile(
     r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"                      # hashes, commit ids
     r"|\b\d{4}-\d{2}-\d{2}(?:[T ][\d:]+Z?)?\b"                # dates
     r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                  # IPv4 (and port)
-    r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
     r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps)(?!\w)"  # quantities
+    r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
     r"|\b\d+\b"                                               # plain numbers
     r"|\"[^\"\n]{1,120}\"|`[^`\n]{1,120}`|(?<!\w)'[^'\n]{2,80}'(?!\w)",  # quoted values
     re.I,
@@ -46,6 +46,7 @@ _NAME = re.compile(
     r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"                           # camelCase
     r"|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"                   # CamelCase
 )
+_JSON_KEY = re.compile(r"\"([\w.-]+)\"\s*:")
 _WORD = re.compile(r"[a-z][a-z']+")
 
 RELATION = re.compile(
@@ -63,8 +64,9 @@ STATUS = re.compile(
     re.I,
 )
 CORRECTION = re.compile(
-    r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed?|revised?|amended?|instead|rather"
-    r"|no longer|not|now|earlier I said|I said|I meant|make that|should be|supersed\w*|final(?:ly)?|was|wrong)\b",
+    r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed? (?:from|to)|revised?|amended?|instead|rather than"
+    r"|no longer|not|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier I said|I said|I meant|make that"
+    r"|should be|supersed\w*|final(?:ly)?|was|were|wrong|previous(?:ly)?|formerly|used to be|replac\w+)\b|->|→",
     re.I,
 )
 DISMISSED = re.compile(
@@ -79,7 +81,9 @@ STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values"]
 )
 _CUE_WORDS = frozenset(
-    ["correction", "corrected", "actually", "scratch", "update", "updated", "updates", "changed", "change", "revised", "revise", "amended", "amend", "instead", "rather", "longer", "earlier", "said", "meant", "make", "should", "supersede", "superseded", "final", "finally", "wrong", "now", "was", "not", "is", "it's", "that"]
+    ["correction", "corrected", "actually", "scratch", "update", "updated", "updates", "changed", "change", "revised", "revise", "amended", "amend", "instead", "rather", "longer", "earlier", "said", "meant", "make", "should", "supersede", "superseded", "final", "finally", "wrong", "now", "was", "not", "is", "it's", "that",
+     "previous", "previously", "formerly", "tentatively", "provisional", "provisionally", "probably", "tbd", "may",
+     "for"]
 )
 
 
@@ -101,6 +105,9 @@ class Unit:
     status: bool = False
     correction: bool = False
     count: int = 1
+    quoted: bool = False
+    """Kept verbatim elsewhere in the summary (a human message): folded, so that it supersedes
+    what it corrects, but not rendered twice."""
 
     @property
     def key(self) -> tuple[str, frozenset[str]]:
@@ -138,18 +145,23 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
 
     def take(pattern: re.Pattern[str], into: set[str], rest: str) -> str:
         for m in pattern.finditer(rest):
-            v = m.group(0).strip("\"'`").rstrip(".,;:")
+            v = m.group(0).strip("\"'`").rstrip(".,;:").strip()
             if v:
                 into.add(v)
         return pattern.sub(" ", rest)
 
-    rest = take(_ADDRESS, values, text)
+    keys: set[str] = set()
+    rest = text
+    if rest.lstrip().startswith("{"):
+        # a JSON record: its keys are attributes (content words), not subjects or values
+        rest = _JSON_KEY.sub(lambda m: (keys.add(m.group(1).lower()) or " ") and " ", rest)
+    rest = take(_ADDRESS, values, rest)
     rest = take(_PATH, names, rest)
     rest = take(_IDENT, names, rest)
     rest = take(_VALUE, values, rest)
     rest = take(_NAME, names, rest)
     names = {n for n in names if n.lower() not in STOPWORDS}
-    words = {w for w in _WORD.findall(rest.lower()) if w not in STOPWORDS and w not in _CUE_WORDS}
+    words = {w for w in [*_WORD.findall(rest.lower()), *keys] if w not in STOPWORDS and w not in _CUE_WORDS}
     return Unit(
         text=text, source=source, where=where, order=order,
         values=frozenset(values), names=frozenset(n.lower() for n in names), words=frozenset(_stem(w) for w in words),
@@ -160,10 +172,29 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
 
 def _stem(word: str) -> str:
     """A crude stem so "routes"/"routed"/"routing" and "listens"/"listening" share a key."""
-    for suffix in ("ing", "ed", "es", "s"):
+    for suffix in ("ing", "ed", "er", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
+
+
+_KINDS = (
+    ("hash", re.compile(r"^(?=[0-9a-f]*\d)[0-9a-f]{7,64}$", re.I)),
+    ("address", re.compile(r"^(?:https?://|[\w.+-]+@|@)")),
+    ("date", re.compile(r"^\d{4}-\d{2}-\d{2}")),
+    ("version", re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$")),
+    ("quantity", re.compile(r"^\d+(?:[.,]\d+)?\s?[a-z%]+$", re.I)),
+    ("number", re.compile(r"^\d+(?:[.,]\d+)?$")),
+)
+
+
+def value_kinds(values: frozenset[str]) -> set[str]:
+    """What kinds of value a unit states (hash, address, date, version, quantity, number,
+    other): a later line about the same subject with a value of the same kind replaces it."""
+    out = set()
+    for v in values:
+        out.add(next((k for k, rx in _KINDS if rx.match(v)), "other"))
+    return out
 
 
 def dismissed(text: str) -> bool:

@@ -78,7 +78,8 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
 
     Args:
         hint_of: tool_use id -> "<tool> <key input>", how a tool line names its call.
-        skip_users: user texts kept verbatim elsewhere in the summary (not repeated here)."""
+        skip_users: user texts kept verbatim elsewhere in the summary: their units are marked
+            `quoted` (folded, so they supersede what they correct, then not rendered)."""
     skip = set(skip_users)
     out: list[Unit] = []
     order = 0
@@ -86,12 +87,12 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
         known = "\n".join(_strings(b.input) for b in m.content if isinstance(b, ToolUseBlock))
         for b in m.content:
             if isinstance(b, TextBlock) and b.text.strip():
-                if m.role == "user" and b.text in skip:
-                    continue
+                quoted = m.role == "user" and b.text in skip
                 source = "user" if m.role == "user" else "agent"
                 for text in facts.split_units(b.text):
                     order += 1
                     u = facts.analyse(text, source, order=order)
+                    u.quoted = quoted
                     if source == "agent" and _narration(u, known):
                         continue
                     out.append(u)
@@ -181,7 +182,9 @@ def parse(section: str | None) -> tuple[int, list[Entry]]:
 
 
 def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
-    """The ledger after `new` units, in conversation order, with the rules of the module docstring."""
+    """The ledger after `new` units, in conversation order, with the rules of the module
+    docstring; units kept verbatim elsewhere (`quoted`) supersede what they correct and are then
+    left out."""
     entries: list[Entry | None] = list(previous)
     by_key: dict[tuple[str, frozenset[str]], int] = {}
     for i, e in enumerate(entries):
@@ -190,9 +193,11 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
     for u in new:
         prior = _same_key(u, by_key, entries)
         final = False
-        if prior is None and u.correction:
+        if prior is None and (u.correction or _restates_value(u, entries)):
             prior = _corrected(u, entries)
-            final = prior is not None
+            final = prior is not None and u.correction
+        if prior is None:
+            prior = _same_subject(u, entries)
         if prior is not None:
             old = entries[prior]
             assert old is not None
@@ -202,7 +207,7 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
             entries[prior] = None
         entries.append(Entry(u, final=final))
         by_key[u.key] = len(entries) - 1
-    return [e for e in entries if e is not None]
+    return [e for e in entries if e is not None and not e.unit.quoted]
 
 
 def _same_key(u: Unit, by_key: dict[tuple[str, frozenset[str]], int], entries: list[Entry | None]) -> int | None:
@@ -212,10 +217,46 @@ def _same_key(u: Unit, by_key: dict[tuple[str, frozenset[str]], int], entries: l
     return i
 
 
+def _restates_value(u: Unit, entries: list[Entry | None]) -> bool:
+    """The unit repeats a value an earlier line about one of its names stated, beside a new
+    value ("backoff 63s, previous 9m"): a correction without a cue word."""
+    if len(u.values) < 2 or not u.names:
+        return False
+    return any(e is not None and e.unit.names and e.unit.names <= u.names and e.unit.values & u.values
+               and (u.values - e.unit.values) for e in entries)
+
+
+def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
+    """The latest earlier line with the same names and source call, a value of the same kind,
+    another value, and at least half of the smaller set of content words: the same fact said
+    again in other words, whose latest value wins."""
+    if not u.names or not u.values:
+        return None
+    kinds = facts.value_kinds(u.values)
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e is None:
+            continue
+        o = e.unit
+        if o.names != u.names or o.where != u.where or not o.values or o.values == u.values:
+            continue
+        if not (kinds & facts.value_kinds(o.values)):
+            continue
+        small = min(len(o.words), len(u.words))
+        if small and len(o.words & u.words) * 2 < small:
+            continue
+        return i
+    return None
+
+
 def _corrected(u: Unit, entries: list[Entry | None]) -> int | None:
-    """The earlier entry a correction replaces: one that shares a name or a value with it and a
-    content word (or all its names), whose value differs; the closest match, the latest on ties."""
+    """The earlier entry a correction replaces: one that shares a subject term (name or content
+    word) with it, and either repeats a value it names (the old value: "not 8080", "was A") or
+    shares a content word and a kind of value; whose value differs. The closest match wins,
+    the latest on ties."""
     best: tuple[int, int] | None = None
+    terms = u.names | u.words
+    kinds = facts.value_kinds(u.values)
     for i in range(len(entries) - 1, -1, -1):
         e = entries[i]
         if e is None:
@@ -224,15 +265,16 @@ def _corrected(u: Unit, entries: list[Entry | None]) -> int | None:
         if o.where != u.where and u.source != "tool" and o.source == "tool":
             continue
         names = len(o.names & u.names)
-        words = len(o.words & u.words)
+        shared = len((o.names | o.words) & terms)
         shared_values = o.values & u.values
-        if not (names or shared_values):
+        if not (names or shared):
             continue
-        if not (words or (o.names and o.names <= u.names) or shared_values):
+        same_kind = bool(kinds & facts.value_kinds(o.values)) or not (u.values or o.values)
+        if not (shared_values or (o.words & u.words and same_kind) or (not u.words and o.names <= u.names and same_kind)):
             continue
         if not ((u.values - o.values) or (u.names - o.names)):
             continue  # says nothing new: not a correction of this line
-        score = 2 * names + words + 2 * len(shared_values)
+        score = 2 * names + shared + 3 * len(shared_values)
         if best is None or score > best[0]:
             best = (score, i)
     return best[1] if best is not None else None
