@@ -154,7 +154,8 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     rest = text
     if rest.lstrip().startswith("{"):
         # a JSON record: its keys are attributes (content words), not subjects or values
-        rest = _JSON_KEY.sub(lambda m: (keys.add(m.group(1).lower()) or " ") and " ", rest)
+        keys = {k.lower() for k in _JSON_KEY.findall(rest)}
+        rest = _JSON_KEY.sub(" ", rest)
     rest = take(_ADDRESS, values, rest)
     rest = take(_PATH, names, rest)
     rest = take(_IDENT, names, rest)
