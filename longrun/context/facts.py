@@ -25,6 +25,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9\"'`(\[*@-])")
 
 _ADDRESS = re.compile(r"https?://\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w@])@[\w][\w.-]*")
 """URLs, e-mail addresses, @handles: values."""
+_HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b")
+"""Checksums and commit ids (hex with a digit and a letter), taken before identifiers: a hash
+that starts with a letter is not a name."""
 _PATH = re.compile(r"(?<![\w-])~?/?(?:[\w.-]+/)+[\w.-]+/?")
 """Paths with a slash: names (what a fact is about), so two files' facts never share a key."""
 _IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[A-Za-z]+\d+[A-Za-z0-9]*\b")
@@ -66,12 +69,13 @@ STATUS = re.compile(
 CORRECTION = re.compile(
     r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed? (?:from|to)|revised?|amended?|instead|rather than"
     r"|no longer|not|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier I said|I said|I meant|make that"
-    r"|should be|supersed\w*|final(?:ly)?|was|were|wrong|previous(?:ly)?|formerly|used to be|replac\w+)\b|->|→",
+    r"|should be|supersed\w*|final(?:ly)?|was|were|wrong|previous(?:ly)?|formerly|used to be|replac\w+)\b",
     re.I,
 )
 DISMISSED = re.compile(
     r"\b(?:unrelated|off[- ]topic|irrelevant|not relevant|no longer relevant|disregard|ignore (?:this|that|the|my)"
-    r"|obsolete|outdated note|stale note|for fun|just chatting)\b",
+    r"|obsolete|outdated note|stale note|for fun|just chatting|not for this project|other team'?s|not ours"
+    r"|different project|another project)\b",
     re.I,
 )
 _CODE_LIKE = re.compile(r"^\s*(?:def |class |return\b|import |from \S+ import|if .*:$|for .*:$|[})\]];?$|#include|//|/\*|\*/)"
@@ -157,6 +161,7 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
         keys = {k.lower() for k in _JSON_KEY.findall(rest)}
         rest = _JSON_KEY.sub(" ", rest)
     rest = take(_ADDRESS, values, rest)
+    rest = take(_HASH, values, rest)
     rest = take(_PATH, names, rest)
     rest = take(_IDENT, names, rest)
     rest = take(_VALUE, values, rest)

@@ -192,7 +192,7 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
             by_key[e.unit.key] = i
     for u in new:
         prior = _same_key(u, by_key, entries)
-        final = False
+        final = prior is not None and u.correction and _differs(u, entries[prior])
         if prior is None and (u.correction or _restates_value(u, entries)):
             prior = _corrected(u, entries)
             final = prior is not None and u.correction
@@ -208,6 +208,10 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
         entries.append(Entry(u, final=final))
         by_key[u.key] = len(entries) - 1
     return [e for e in entries if e is not None and not e.unit.quoted]
+
+
+def _differs(u: Unit, e: Entry | None) -> bool:
+    return e is not None and bool(u.values - e.unit.values)
 
 
 def _same_key(u: Unit, by_key: dict[tuple[str, frozenset[str]], int], entries: list[Entry | None]) -> int | None:
@@ -250,9 +254,9 @@ def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
 
 
 def _corrected(u: Unit, entries: list[Entry | None]) -> int | None:
-    """The earlier entry a correction replaces: one that shares a subject term (name or content
-    word) with it, and either repeats a value it names (the old value: "not 8080", "was A") or
-    shares a content word and a kind of value; whose value differs. The closest match wins,
+    """The earlier entry a correction replaces: one that shares a subject name or a value with
+    it, and either repeats a value it names (the old value: "not 8080", "was A") or shares a
+    content word and a kind of value; whose value differs. The closest match wins,
     the latest on ties."""
     best: tuple[int, int] | None = None
     terms = u.names | u.words
@@ -267,8 +271,8 @@ def _corrected(u: Unit, entries: list[Entry | None]) -> int | None:
         names = len(o.names & u.names)
         shared = len((o.names | o.words) & terms)
         shared_values = o.values & u.values
-        if not (names or shared):
-            continue
+        if not (names or shared_values):
+            continue  # a correction names its subject or the value it replaces
         same_kind = bool(kinds & facts.value_kinds(o.values)) or not (u.values or o.values)
         if not (shared_values or (o.words & u.words and same_kind) or (not u.words and o.names <= u.names and same_kind)):
             continue
