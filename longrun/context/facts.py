@@ -203,6 +203,48 @@ def value_kinds(values: frozenset[str]) -> set[str]:
     return out
 
 
+SYNONYMS = {
+    "owner": ("owner", "own", "owns", "owned", "maintainer", "maintain", "maintained", "steward"),
+    "oncall": ("oncall", "on-call", "page", "pages", "paged", "pager", "handle", "escalation", "rota"),
+    "endpoint": ("endpoint", "url", "reachable", "address", "host", "hostname", "base", "uri", "webhook"),
+    "where": ("region", "zone", "cluster", "deploy", "deployed", "run", "runs", "hosted", "located", "lives"),
+    "version": ("version", "pinn", "pinned", "release", "build", "tag"),
+    "port": ("port", "listen", "listens"),
+    "path": ("path", "config", "file", "dir", "directory", "location"),
+    "digest": ("md5", "sha256", "sha", "checksum", "hash", "digest", "artifact", "schema"),
+    "flag": ("flag", "feature", "toggle"),
+    "share": ("share", "canary", "percent", "percentage", "rollout"),
+    "budget": ("budget", "error"),
+    "backoff": ("backoff", "retry"),
+    "date": ("date", "launch", "deadline", "due"),
+}
+"""Attribute words of software-project facts that name the same thing ("pages @x" and "on-call
+handle is @y"): a correction that says it one way replaces the line that said it the other."""
+_CANON = {form: group for group, words in SYNONYMS.items() for w in words for form in (w, _stem(w))}
+
+
+def attributes(u: Unit) -> set[str]:
+    """What a unit says about its subject: its content words, the parts of its snake_case
+    names (schema_md5: schema, md5), and their synonym groups."""
+    parts = set(u.words)
+    for n in u.names:
+        if "_" in n:
+            parts.update(p for p in n.split("_") if len(p) > 1)
+        elif n in _CANON:
+            parts.add(n)
+    return parts | {_CANON[p] for p in parts if p in _CANON}
+
+
+def subjects(u: Unit) -> frozenset[str]:
+    """The names a unit is about: its names but attribute ones (sha256, md5, on-call)."""
+    return frozenset(n for n in u.names if n not in _CANON)
+
+
+def specific_kinds(values: frozenset[str]) -> set[str]:
+    """`value_kinds` without the plain ones (numbers, other), which many attributes share."""
+    return value_kinds(values) - {"number", "other"}
+
+
 def dismissed(text: str) -> bool:
     """The line says itself that it is unrelated, obsolete or to be ignored."""
     return bool(DISMISSED.search(text))

@@ -194,7 +194,10 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
         prior = _same_key(u, by_key, entries)
         final = prior is not None and u.correction and _differs(u, entries[prior])
         if prior is None and (u.correction or _restates_value(u, entries)):
-            prior = _corrected(u, entries)
+            matches = _corrected(u, entries)
+            for other in matches[1:]:
+                entries[other] = None
+            prior = matches[0] if matches else None
             final = prior is not None and u.correction
         if prior is None:
             prior = _same_subject(u, entries)
@@ -226,7 +229,8 @@ def _restates_value(u: Unit, entries: list[Entry | None]) -> bool:
     value ("backoff 63s, previous 9m"): a correction without a cue word."""
     if len(u.values) < 2 or not u.names:
         return False
-    return any(e is not None and e.unit.names and e.unit.names <= u.names and e.unit.values & u.values
+    mine = facts.subjects(u)
+    return any(e is not None and facts.subjects(e.unit) and facts.subjects(e.unit) <= mine and e.unit.values & u.values
                and (u.values - e.unit.values) for e in entries)
 
 
@@ -253,13 +257,14 @@ def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
     return None
 
 
-def _corrected(u: Unit, entries: list[Entry | None]) -> int | None:
-    """The earlier entry a correction replaces: one that shares a subject name or a value with
-    it, and either repeats a value it names (the old value: "not 8080", "was A") or shares a
-    content word and a kind of value; whose value differs. The closest match wins,
-    the latest on ties."""
-    best: tuple[int, int] | None = None
-    terms = u.names | u.words
+def _corrected(u: Unit, entries: list[Entry | None]) -> list[int]:
+    """The earlier entries a correction replaces, best match first: those that share a subject
+    name or a value with it, and either hold a value it repeats (the old value: "not 8080",
+    "was A") or say the same attribute (`facts.attributes`, synonyms included) with the same
+    kind of value; whose value differs. A correction replaces every such line (two provisional
+    values of one endpoint both go), not only the closest."""
+    found: list[tuple[int, int]] = []
+    attrs = facts.attributes(u)
     kinds = facts.value_kinds(u.values)
     for i in range(len(entries) - 1, -1, -1):
         e = entries[i]
@@ -268,20 +273,19 @@ def _corrected(u: Unit, entries: list[Entry | None]) -> int | None:
         o = e.unit
         if o.where != u.where and u.source != "tool" and o.source == "tool":
             continue
-        names = len(o.names & u.names)
-        shared = len((o.names | o.words) & terms)
+        names = len(facts.subjects(o) & facts.subjects(u))
         shared_values = o.values & u.values
         if not (names or shared_values):
             continue  # a correction names its subject or the value it replaces
         same_kind = bool(kinds & facts.value_kinds(o.values)) or not (u.values or o.values)
-        if not (shared_values or (o.words & u.words and same_kind) or (not u.words and o.names <= u.names and same_kind)):
+        same_attr = attrs & facts.attributes(o)
+        if not (shared_values or (same_attr and same_kind)):
             continue
         if not ((u.values - o.values) or (u.names - o.names)):
             continue  # says nothing new: not a correction of this line
-        score = 2 * names + shared + 3 * len(shared_values)
-        if best is None or score > best[0]:
-            best = (score, i)
-    return best[1] if best is not None else None
+        found.append((2 * names + len(same_attr) + 3 * len(shared_values), i))
+    found.sort(key=lambda f: (-f[0], -f[1]))
+    return [i for _, i in found]
 
 
 def entry_cost(e: Entry) -> int:
