@@ -188,6 +188,8 @@ _KINDS = (
     ("hash", re.compile(r"^(?=[0-9a-f]*\d)[0-9a-f]{7,64}$", re.I)),
     ("address", re.compile(r"^(?:https?://|[\w.+-]+@|@)")),
     ("date", re.compile(r"^\d{4}-\d{2}-\d{2}")),
+    ("ip", re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")),
+    ("path", re.compile(r"/")),
     ("version", re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$")),
     ("quantity", re.compile(r"^\d+(?:[.,]\d+)?\s?[a-z%]+$", re.I)),
     ("number", re.compile(r"^\d+(?:[.,]\d+)?$")),
@@ -206,7 +208,7 @@ def value_kinds(values: frozenset[str]) -> set[str]:
 SYNONYMS = {
     "owner": ("owner", "own", "owns", "owned", "maintainer", "maintain", "maintained", "steward"),
     "oncall": ("oncall", "on-call", "page", "pages", "paged", "pager", "handle", "escalation", "rota"),
-    "endpoint": ("endpoint", "url", "reachable", "address", "host", "hostname", "base", "uri", "webhook"),
+    "endpoint": ("endpoint", "url", "reachable", "address", "host", "hostname", "base", "uri", "webhook", "ip", "resolves"),
     "where": ("region", "zone", "cluster", "deploy", "deployed", "run", "runs", "hosted", "located", "lives"),
     "version": ("version", "pinn", "pinned", "release", "build", "tag"),
     "port": ("port", "listen", "listens"),
@@ -236,8 +238,14 @@ def attributes(u: Unit) -> set[str]:
 
 
 def subjects(u: Unit) -> frozenset[str]:
-    """The names a unit is about: its names but attribute ones (sha256, md5, on-call)."""
-    return frozenset(n for n in u.names if n not in _CANON)
+    """The names a unit is about: its names but attribute ones (sha256, md5, on-call) and paths
+    (a path is what a config or a file fact says, its value)."""
+    return frozenset(n for n in u.names if n not in _CANON and "/" not in n)
+
+
+def held_values(u: Unit) -> frozenset[str]:
+    """Its values, and the paths it names (values of what it says)."""
+    return u.values | frozenset(n for n in u.names if "/" in n)
 
 
 def specific_kinds(values: frozenset[str]) -> set[str]:

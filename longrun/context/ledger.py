@@ -58,11 +58,14 @@ def left_out_note(n: int) -> str:
 class Entry:
     """A ledger line: its unit (analysed), whether it is a correction's final value, its count."""
 
-    __slots__ = ("final", "unit")
+    __slots__ = ("final", "replaced", "unit")
 
-    def __init__(self, unit: Unit, final: bool = False) -> None:
+    def __init__(self, unit: Unit, final: bool = False, replaced: bool = False) -> None:
         self.unit = unit
         self.final = final
+        self.replaced = replaced
+        """It replaced an earlier value: the ledger keeps it first, or the older value, still
+        quoted verbatim elsewhere, would read as current."""
 
     def render(self) -> str:
         """`- [(final, ×N) ][`tool call`: ]text`; a tool line names its call only when the line
@@ -201,6 +204,7 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
             final = prior is not None and u.correction
         if prior is None:
             prior = _same_subject(u, entries)
+        old_entry = entries[prior] if prior is not None else None
         if prior is not None:
             old = entries[prior]
             assert old is not None
@@ -208,7 +212,7 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
                 u.count += old.unit.count
             final = final or (old.final and not u.correction)
             entries[prior] = None
-        entries.append(Entry(u, final=final))
+        entries.append(Entry(u, final=final, replaced=prior is not None and _differs(u, old_entry)))
         by_key[u.key] = len(entries) - 1
     return [e for e in entries if e is not None and not e.unit.quoted]
 
@@ -235,23 +239,27 @@ def _restates_value(u: Unit, entries: list[Entry | None]) -> bool:
 
 
 def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
-    """The latest earlier line with the same names and source call, a value of the same kind,
-    another value, and at least half of the smaller set of content words: the same fact said
-    again in other words, whose latest value wins."""
-    if not u.names or not u.values:
+    """The latest earlier line about the same subjects (and source call) and the same attribute
+    (`facts.attributes`, synonyms included, or neither has one) with a value of the same kind
+    and another value: the same fact said again in other words, whose latest value wins."""
+    subjects = facts.subjects(u)
+    mine = facts.held_values(u)
+    if not subjects or not mine:
         return None
-    kinds = facts.value_kinds(u.values)
+    kinds = facts.value_kinds(mine)
+    attrs = facts.attributes(u)
     for i in range(len(entries) - 1, -1, -1):
         e = entries[i]
         if e is None:
             continue
         o = e.unit
-        if o.names != u.names or o.where != u.where or not o.values or o.values == u.values:
+        theirs = facts.held_values(o)
+        if facts.subjects(o) != subjects or o.where != u.where or not theirs or theirs == mine:
             continue
-        if not (kinds & facts.value_kinds(o.values)):
+        if not (kinds & facts.value_kinds(theirs)):
             continue
-        small = min(len(o.words), len(u.words))
-        if small and len(o.words & u.words) * 2 < small:
+        other = facts.attributes(o)
+        if (attrs or other) and not (attrs & other):
             continue
         return i
     return None
@@ -265,7 +273,7 @@ def _corrected(u: Unit, entries: list[Entry | None]) -> list[int]:
     values of one endpoint both go), not only the closest."""
     found: list[tuple[int, int]] = []
     attrs = facts.attributes(u)
-    kinds = facts.value_kinds(u.values)
+    kinds = facts.value_kinds(facts.held_values(u))
     for i in range(len(entries) - 1, -1, -1):
         e = entries[i]
         if e is None:
@@ -277,7 +285,7 @@ def _corrected(u: Unit, entries: list[Entry | None]) -> list[int]:
         shared_values = o.values & u.values
         if not (names or shared_values):
             continue  # a correction names its subject or the value it replaces
-        same_kind = bool(kinds & facts.value_kinds(o.values)) or not (u.values or o.values)
+        same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values)
         same_attr = attrs & facts.attributes(o)
         if not (shared_values or (same_attr and same_kind)):
             continue
@@ -293,15 +301,17 @@ def entry_cost(e: Entry) -> int:
 
 
 def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int, list[Entry]]:
-    """The entries that fit `budget` tokens (header and note included), the most informative per
-    token first, returned in conversation order; (facts left out in all, kept entries)."""
+    """The entries that fit `budget` tokens (header and note included): first those that
+    replaced an earlier value, then the most informative per token; returned in conversation
+    order; (facts left out in all, kept entries)."""
     header = estimate_text(LEDGER_HEADER) + 2 + 8 * len(GROUPS)
     costs = [entry_cost(e) for e in entries]
     if header + sum(costs) <= budget:
         return left_before, list(entries)
     note = estimate_text(left_out_note(left_before + len(entries))) + 1
     room = budget - header - note
-    ranked = sorted(range(len(entries)), key=lambda i: (-facts.information(entries[i].unit) / costs[i], -i))
+    ranked = sorted(range(len(entries)), key=lambda i: (not (entries[i].final or entries[i].replaced),
+                                                        -facts.information(entries[i].unit) / costs[i], -i))
     keep: set[int] = set()
     used = 0
     for i in ranked:
