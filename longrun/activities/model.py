@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
+
+from temporalio import activity
 
 from longrun.activities.base import ActivityBase
 from longrun.activities.contract import Activities, implements
 from longrun.activities.prompts import SYSTEM_PROMPT
-from longrun.context import compact, estimate_message, estimate_request
+from longrun.context import compact, estimate_message, estimate_request, render_request
 from longrun.context.summary import ExtractiveSummarizer, Summarizer
 from longrun.errors import ContextOverflow, ProviderError, StaleStateError
-from longrun.models.audit import CompactionDone, ErrorRecorded, ModelCalled
+from longrun.models.audit import CompactionDone, CompactionStarted, ErrorRecorded, ModelCalled
 from longrun.models.blocks import Message, TextBlock
 from longrun.models.context import CompactionReport
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import Usage
 
+log = logging.getLogger(__name__)
+
 _TOO_LONG = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
+
+MAX_ERROR_CHARS = 2_000
+"""A failed compaction's error in the audit: its type and message, not a traceback (that goes to
+the worker's log)."""
 OVERFLOW_MARGIN = 0.9
 """After an overflow, the retry aims this far below the size the provider would have accepted."""
 
@@ -138,35 +147,70 @@ class ModelActivities(ActivityBase):
 
     @implements(Activities.compact)
     def compact(self, inp: CompactInput) -> CompactResult:
-        """Compaction, after the turn's state commit. Discarded as stale if the head moved."""
+        """Compaction, after the turn's state commit. Discarded as stale if the head moved.
+
+        Audited twice: `compaction_started` before the pipeline runs (appended at once, so a
+        compaction that dies mid-way is still seen), then `compaction` with the outcome. An
+        exception inside the pipeline is the outcome `failed`, not a failed activity: nothing is
+        written and the run goes on with its previous projection (every request is still fitted
+        under the hard limit when it is sent). The store's failures (a database that is down)
+        raise, so Temporal retries the activity; once its retries are spent the workflow audits
+        the failure and goes on (`AgentRunWorkflow._compact`)."""
         run_id = inp.run_id
         started = time.perf_counter()
         spec = self.spec(run_id)
         state = self.head(run_id)
-        if state.state_version != inp.base_state_version:
-            return self._stale(run_id, inp, started, None)
         provider = self.deps.provider_for(spec.model)
+        window = provider.info.window
         previous = self.store.latest_projection(run_id)
         items = self.items(self.store.transcript(run_id))
+        calibration = self.calibration(run_id)
+        tools = self.registry.specs(read_only=spec.read_only)
         policy = spec.context
         if inp.budget is not None:
-            policy = policy.model_copy(update={"budget": min(inp.budget, policy.limit(provider.info.window))})
-        with self.heartbeating():
-            projection = compact(
-                items,
-                previous=previous,
-                state=state,
-                policy=policy,
-                window=provider.info.window,
-                trigger=inp.trigger,
-                calibration=self.calibration(run_id),
-                summarizer=self.summarizer_for(spec.model),
-                system=SYSTEM_PROMPT,
-                tools=self.registry.specs(read_only=spec.read_only),
-                force=inp.trigger in ("overflow", "operator"),
+            policy = policy.model_copy(update={"budget": min(inp.budget, policy.limit(window))})
+        cover = previous.covers_through_seq if previous else 0
+        as_is = render_request(
+            model=spec.model, system=SYSTEM_PROMPT, projection=previous, new_items=[i for i in items if i.seq > cover],
+            state=state, tools=tools, max_tokens=min(policy.reserve_output, provider.info.max_output),
+        )
+        before = calibration.apply(estimate_request(as_is))
+        self.audit(run_id, CompactionStarted(
+            trigger=inp.trigger, turn=inp.turn, base_state_version=inp.base_state_version,
+            tokens_before_calibrated=before, budget=inp.budget,
+            attempt=activity.info().attempt if activity.in_activity() else 1,
+        ))
+        self.flush_before_effect()
+        if state.state_version != inp.base_state_version:
+            return self._stale(run_id, inp, started, None)
+        try:
+            with self.heartbeating():
+                projection = compact(
+                    items,
+                    previous=previous,
+                    state=state,
+                    policy=policy,
+                    window=window,
+                    trigger=inp.trigger,
+                    calibration=calibration,
+                    summarizer=self.summarizer_for(spec.model),
+                    system=SYSTEM_PROMPT,
+                    tools=tools,
+                    force=inp.trigger in ("overflow", "operator"),
+                )
+        except Exception as exc:  # a bug in the pipeline must not end the run
+            log.exception("compaction of run %s failed inside the pipeline", run_id)
+            failed = CompactionReport(
+                trigger=inp.trigger, base_state_version=inp.base_state_version, budget=policy.limit(window),
+                tokens_before_calibrated=before, tokens_after_calibrated=before, outcome="failed",
+                duration_ms=(time.perf_counter() - started) * 1000,
             )
+            error = self.redactor.redact(f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS]
+            self.audit(run_id, CompactionDone(projection_version=None, report=failed, error=error))
+            return CompactResult(outcome="failed", projection_version=None, report=failed)
         report = projection.report
         if report.outcome == "noop":
+            self.audit(run_id, CompactionDone(projection_version=None, report=report))
             return CompactResult(outcome="noop", projection_version=None, report=report)
         try:
             version = self.store.save_projection(run_id, projection, expected_state_version=inp.base_state_version)
@@ -181,3 +225,4 @@ class ModelActivities(ActivityBase):
         )
         self.audit(run_id, CompactionDone(projection_version=None, report=report))
         return CompactResult(outcome="stale", projection_version=None, report=report)
+

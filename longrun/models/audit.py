@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from longrun.models.context import CompactionReport
+from longrun.models.context import CompactionReport, Trigger
 from longrun.models.gate import Verdict
 from longrun.models.provider import Usage
 
@@ -133,10 +133,28 @@ class ToolRan(_Event):
     summary: str = ""
 
 
+class CompactionStarted(_Event):
+    """A compaction activity began (one event per attempt, written before the pipeline runs), so
+    a compaction that fails or whose worker dies mid-way is still in the audit. Its `compaction`
+    event follows with the outcome."""
+
+    kind: Literal["compaction_started"] = "compaction_started"
+    trigger: Trigger
+    turn: int
+    base_state_version: int
+    tokens_before_calibrated: int = Field(description="the request as it stands, rendered before hard enforcement")
+    budget: int | None = Field(default=None, description="a lower budget than the policy's, after an overflow")
+    attempt: int = 1
+
+
 class CompactionDone(_Event):
+    """A compaction's outcome: applied, summary_rejected, noop, stale, or failed (with `error`;
+    nothing was written and the run went on with its previous projection)."""
+
     kind: Literal["compaction"] = "compaction"
     projection_version: int | None
     report: CompactionReport
+    error: str | None = None
 
 
 class Steered(_Event):
@@ -165,7 +183,7 @@ class ErrorRecorded(_Event):
 
 
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | EffectIntent | EffectSettled | ToolRan | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded,
     Field(discriminator="kind"),
 ]
 

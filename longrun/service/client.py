@@ -215,7 +215,8 @@ def status_from_store(store: Store, run_id: str) -> RunStatusView:
     state = store.load_state(run_id)
     records = store.audit(run_id)
     usage, calls, tools, turn = usage_from_audit(records)
-    compactions = [r.event.report for r in records if isinstance(r.event, CompactionDone)]
+    # as the workflow's status query: a compaction that found nothing to do is not the last one
+    compactions = [r.event.report for r in records if isinstance(r.event, CompactionDone) and r.event.report.outcome != "noop"]
     status = run.status
     pending = None if RunStatus(status).finished else pending_from_audit(records, run.spec.approval_ttl_seconds)
     if pending is not None and status == RunStatus.running.value:

@@ -183,7 +183,8 @@ def _report(
     limit, trigger = context_limits(spec)
     points = context_points(records)
     out(render.chart(points, limit=limit, trigger=trigger))
-    compactions = [r.event.report for r in records if isinstance(r.event, CompactionDone)]
+    compactions = [r.event.report for r in records
+                   if isinstance(r.event, CompactionDone) and r.event.report.outcome not in ("noop", "failed")]
     out(f"{len(points)} model requests; {len(compactions)} compactions "
         f"({sum(1 for c in compactions if c.lossy)} with a summary); largest request "
         f"{render.tokens(max((p.tokens for p in points), default=0))} of {render.tokens(limit)}")

@@ -10,7 +10,8 @@ and cross Temporal as ids (see longrun.models.io). One turn, fused (the current 
 
 Histories recorded before `FUSED_TURN_PATCH` replay the stepwise shape: reconcile, model call,
 gate/intent/run per call, commit, compaction. The approval and control handlers are in
-`approvals` and `controls`, the tool calls in `tool_calls`.
+`approvals` and `controls`, the tool calls in `tool_calls`, when to compact and what a failed
+compaction does in `compaction`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ with workflow.unsafe.imports_passed_through():
         AgentRunInput,
         AgentRunResult,
         CommitTurnInput,
-        CompactInput,
         FinishInput,
         ModelCallInput,
         ModelCallResult,
@@ -36,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
         RunRef,
         StateBrief,
         SteerInput,
-        ToolCallRef,
         TurnInput,
         TurnResult,
     )
@@ -44,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.workflows import options as opt
     from longrun.workflows.approvals import GRANT_FAILURE_PATCH
     from longrun.workflows.base import WORKFLOW_NAME, Stop
+    from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, CompactionMixin
     from longrun.workflows.controls import ControlsMixin
     from longrun.workflows.tool_calls import ToolCallsMixin
 
@@ -52,11 +52,11 @@ FUSED_TURN_PATCH = "fused-turn"
 """Two activities per plain turn (`turn`, `tool_step`) instead of five; see activities/fused.py."""
 MAX_OVERFLOW_RETRIES = 3
 
-__all__ = ["FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "WORKFLOW_NAME", "AgentRunWorkflow"]
+__all__ = ["COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "WORKFLOW_NAME", "AgentRunWorkflow"]
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
+class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
     @workflow.init
     def __init__(self, inp: AgentRunInput) -> None:
         self.run_id = inp.run_id
@@ -181,7 +181,8 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
         self.cursor.tool_calls += len(model.tool_calls)
         self.uncommitted = CommitTurnInput(
             run_id=self.run_id, turn=turn, assistant_seq=model.assistant_seq, results=results,
-            last_compaction_turn=self.cursor.last_compaction_turn, stage_boundary=self._stage_boundary(model.tool_calls),
+            last_compaction_turn=self.cursor.last_compaction_turn,
+            stage_boundary=self._stage_boundary(model.tool_calls),
             sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
             assistant_tokens=model.assistant_tokens,
         )
@@ -234,16 +235,14 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
         self._count_model_call(model)
         results = await self._run_calls(turn, model.tool_calls)
         self.cursor.tool_calls += len(model.tool_calls)
-        commit = await self._act(
-            Activities.commit_turn,
-            CommitTurnInput(
-                run_id=self.run_id, turn=turn, assistant_seq=model.assistant_seq, results=results,
-                last_compaction_turn=self.cursor.last_compaction_turn,
-                stage_boundary=self._stage_boundary(model.tool_calls) or self.compact_requested,
-                sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
-                assistant_tokens=model.assistant_tokens,
-            ),
+        pending = CommitTurnInput(
+            run_id=self.run_id, turn=turn, assistant_seq=model.assistant_seq, results=results,
+            last_compaction_turn=self.cursor.last_compaction_turn,
+            stage_boundary=self._stage_boundary(model.tool_calls) or self.compact_requested,
+            sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
+            assistant_tokens=model.assistant_tokens,
         )
+        commit = await self._act(Activities.commit_turn, pending)
         self._set_state(commit.state)
         trigger = "operator" if self.compact_requested else commit.compaction_trigger
         if trigger:
@@ -293,10 +292,6 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
             self.cursor.model_calls += 1
             self.cursor.usage = self.cursor.usage + model.usage
 
-    @staticmethod
-    def _stage_boundary(calls: list[ToolCallRef]) -> bool:
-        return any(call.name == "complete_stage" for call in calls)
-
     def _stop_if_done(self, model: ModelCallResult) -> None:
         if not model.tool_calls and self.state.next_action != "ask_human":
             if self.final_turn_taken:
@@ -313,21 +308,6 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin):
         trigger: Trigger | None = "operator" if self.compact_requested else commit.compaction_trigger
         if compact and trigger:
             await self._compact(pending.turn, trigger)
-
-    async def _compact(self, turn: int, trigger: Trigger, budget: int | None = None) -> None:
-        result = await self._act(
-            Activities.compact,
-            CompactInput(
-                run_id=self.run_id, turn=turn, base_state_version=self.state.version, trigger=trigger, budget=budget
-            ),
-            opt.COMPACT,
-        )
-        self.compact_requested = False
-        if result.outcome in ("applied", "summary_rejected"):
-            self.cursor.last_compaction_turn = turn
-            self.cursor.last_compaction = result.report
-        elif result.report is not None and result.outcome == "stale":
-            self.cursor.last_compaction = result.report
 
     async def _finish(self, status: RunStatus, reason: str) -> AgentRunResult:
         """Commit the last turn's results (so the transcript holds every result), then record the

@@ -27,7 +27,7 @@ class PlanProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
-        step = sum(1 for m in request.messages if m.role == "assistant")
+        step = self.step(request)
         usage = Usage(input_tokens=estimate_request(request), output_tokens=20)
         if step >= len(self.plan):
             return ModelResponse(
@@ -39,6 +39,10 @@ class PlanProvider:
         ]
         usage.output_tokens = sum(estimate_text(str(c.input)) for c in calls) + 10
         return ModelResponse(content=calls, stop_reason="tool_use", usage=usage, model=self.name)
+
+    def step(self, request: ModelRequest) -> int:
+        """Which turn of the plan this request asks for: the assistant messages it holds."""
+        return sum(1 for m in request.messages if m.role == "assistant")
 
     def count_tokens(self, request: ModelRequest) -> int:
         return estimate_request(request)

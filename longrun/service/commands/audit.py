@@ -20,6 +20,7 @@ from longrun.models.audit import (
     ApprovalRejected,
     ApprovalRequested,
     CompactionDone,
+    CompactionStarted,
     EffectIntent,
     EffectSettled,
     ErrorRecorded,
@@ -35,7 +36,7 @@ from longrun.models.audit import (
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.service import render
 from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, dump, open_store_only, print_json, say
-from longrun.service.commands.watch import describe_compaction
+from longrun.service.commands.watch import describe_compaction, describe_compaction_started
 from longrun.store import AuditRecord, ChainVerdict, Store
 
 SOURCES = ("transcript", "state", "audit")
@@ -136,8 +137,11 @@ def describe_event(rec: AuditRecord) -> str:
         return f"{e.action_id} {e.tool} -> {e.status} ({e.how}){': ' + _clip(e.detail, 60) if e.detail else ''}"
     if isinstance(e, ToolRan):
         return f"{e.tool}{' ERROR' if e.is_error else ''}: {_clip(e.summary, 100)}"
+    if isinstance(e, CompactionStarted):
+        return describe_compaction_started(e)
     if isinstance(e, CompactionDone):
-        return f"projection v{e.projection_version}: {describe_compaction(e.report)}"
+        where = f"projection v{e.projection_version}: " if e.projection_version is not None else ""
+        return where + describe_compaction(e.report, e.error)
     if isinstance(e, Steered):
         return f"{'constraint' if e.as_constraint else 'instruction'}: {_clip(e.text, 100)}"
     if isinstance(e, RunControl):
@@ -174,7 +178,8 @@ def summary(store: Store, run_id: str, rows: list[Row]) -> dict[str, Any]:
     events = [r.data["event"] for r in rows if r.source == "audit"]
     kinds = Counter(e["kind"] for e in events)
     verdicts = Counter(e["verdict"] for e in events if e["kind"] == "gate_verdict")
-    compactions = [e["report"] for e in events if e["kind"] == "compaction"]
+    outcomes = [e["report"] for e in events if e["kind"] == "compaction"]
+    compactions = [c for c in outcomes if c["outcome"] not in ("noop", "failed")]
     return {
         "run_id": run_id,
         "status": run.status,
@@ -189,6 +194,7 @@ def summary(store: Store, run_id: str, rows: list[Row]) -> dict[str, Any]:
         "approvals": {k: kinds[f"approval_{k}"] for k in ("requested", "granted", "rejected", "expired", "refused")},
         "effects": dict(Counter(e.status.value for e in state.effects)),
         "compactions": len(compactions),
+        "failed_compactions": sum(1 for c in outcomes if c["outcome"] == "failed"),
         "lossy_compactions": sum(1 for c in compactions if {"summarize", "enforce"} & set(c["stages_run"])),
         "decisions": len(state.decisions),
         "notes": len(state.notes),
@@ -207,7 +213,7 @@ def summary_lines(s: dict[str, Any], verdict: ChainVerdict | None) -> list[str]:
         f"  approvals: {ap['requested']} requested, {ap['granted']} granted, {ap['rejected']} rejected, "
         f"{ap['expired']} expired, {ap['refused']} refused answers",
         "  effects: " + (", ".join(f"{n} {k}" for k, n in sorted(s["effects"].items())) or "none"),
-        f"  compactions: {s['compactions']} ({s['lossy_compactions']} lossy); "
+        f"  compactions: {s['compactions']} ({s['lossy_compactions']} lossy, {s['failed_compactions']} failed); "
         f"{s['decisions']} decisions, {s['notes']} notes in the state",
     ]
     if verdict is not None:

@@ -23,6 +23,7 @@ from longrun.models.audit import (
     ApprovalRejected,
     ApprovalRequested,
     CompactionDone,
+    CompactionStarted,
     ErrorRecorded,
     GateVerdict,
     ModelCalled,
@@ -39,7 +40,14 @@ from longrun.service.commands.common import context_limits, dump
 from longrun.store import AuditRecord, Store
 
 
-def describe_compaction(r: CompactionReport) -> str:
+def describe_compaction(r: CompactionReport, error: str | None = None) -> str:
+    """One line for a compaction's outcome (`error`: why a failed one failed)."""
+    if r.outcome == "failed":
+        return (f"compaction ({r.trigger}, failed): {error or 'the compaction activity failed'}; nothing was "
+                f"compacted, the run goes on with its previous projection (base state v{r.base_state_version})")
+    if r.outcome == "noop":
+        return (f"compaction ({r.trigger}, noop): nothing worth clearing or summarizing at "
+                f"{render.tokens(r.tokens_before_calibrated)} tokens (base state v{r.base_state_version})")
     stages = ", ".join(s for s in r.stages_run if r.freed_per_stage.get(s, 0) or s in ("summarize", "enforce")) or "none"
     parts = [
         f"compaction ({r.trigger}, {r.outcome}): {render.tokens(r.tokens_before_calibrated)} -> "
@@ -57,6 +65,13 @@ def describe_compaction(r: CompactionReport) -> str:
     parts.append(f"tail kept {r.tail_messages} message(s)/{render.tokens(r.tail_tokens)} tokens, "
                  f"base state v{r.base_state_version}")
     return "; ".join(parts)
+
+
+def describe_compaction_started(e: CompactionStarted) -> str:
+    budget = f", budget {render.tokens(e.budget)}" if e.budget is not None else ""
+    attempt = f", attempt {e.attempt}" if e.attempt > 1 else ""
+    return (f"compaction started ({e.trigger}, after turn {e.turn}): {render.tokens(e.tokens_before_calibrated)} "
+            f"tokens, base state v{e.base_state_version}{budget}{attempt}")
 
 
 def answer_commands(run_id: str, pending: PendingApproval, approvers: list[str]) -> tuple[str, str]:
@@ -130,8 +145,10 @@ class Watcher:
         if isinstance(e, ModelCalled):
             meter = render.meter(e.calibrated_tokens, self.limit, self.trigger)
             self._out("model_called", f"turn {e.turn:>3}  model request  {meter}", e)
+        elif isinstance(e, CompactionStarted):
+            self._out("compaction_started", f"           {describe_compaction_started(e)}", e)
         elif isinstance(e, CompactionDone):
-            self._out("compaction", f"           {describe_compaction(e.report)}", e)
+            self._out("compaction", f"           {describe_compaction(e.report, e.error)}", e)
         elif isinstance(e, ToolRan):
             flag = "  ERROR" if e.is_error else ""
             summary = f": {e.summary[:90]}" if e.summary else ""
