@@ -2,11 +2,14 @@
 non-determinism, and a deliberately changed workflow is rejected.
 
 `tests/histories/*.json` are histories recorded by `record_history` below (set
-LONGRUN_RECORD_HISTORIES=1 to add the current shape's as `agent_run_fused_approval.json`); they
+LONGRUN_RECORD_HISTORIES=1 to write the current shape's as `agent_run_stage_boundary.json`); they
 guard against a change to the workflow that would break runs already in flight. Two of them
 predate the fused turn (`agent_run_approval.json`, `agent_run_before_final_report.json`) and
-replay its stepwise shape. The test also records a fresh one and replays it, and checks that a
-10 kB instruction given through `say` left no part of itself in the history.
+replay its stepwise shape; `agent_run_fused_approval.json` predates `STAGE_BOUNDARY_PATCH` (a
+stage boundary from the tool results, deferred after a compaction) and
+`agent_run_stage_boundary.json` has it: a complete_stage its tool refuses, one that succeeds and
+the stage-boundary compaction it asks for. The test also records a fresh one and replays it, and
+checks that a 10 kB instruction given through `say` left no part of itself in the history.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ pytestmark = pytest.mark.slow
 
 HISTORIES = Path(__file__).parent / "histories"
 PLAN = [
-    [("read_file", {"path": "hello.txt"}), ("write_note", {"text": "greeting has a typo"})],
+    [("read_file", {"path": "hello.txt"}), ("write_note", {"text": "greeting has a typo"}),
+     ("complete_stage", {"summary": "   "})],
+    [("complete_stage", {"summary": "survey done: the typo is in hello.txt"})],
     [("set_next_action", {"next_action": "edit"})],
     [("apply_patch", {"path": "hello.txt", "old": "helo", "new": "hello"})],
     [("set_next_action", {"next_action": "stop"})],
@@ -92,8 +97,9 @@ async def test_recorded_histories_replay_and_a_changed_workflow_is_rejected(stor
     fresh = await record_history(store, temporal_client, tmp_path)
     if os.environ.get("LONGRUN_RECORD_HISTORIES"):
         HISTORIES.mkdir(exist_ok=True)
-        (HISTORIES / "agent_run_fused_approval.json").write_text(fresh.to_json())
+        (HISTORIES / "agent_run_stage_boundary.json").write_text(fresh.to_json())
     text = decoded_history(fresh)
+    assert "stage-boundary-from-results" in text and "stage_boundary" in text, "the boundary's patch and compaction"
     assert "instruction_id" in text, "the say update is in the history, by id"
     leaked = [i for i in range(0, len(INSTRUCTION) - 24, 24) if INSTRUCTION[i:i + 24] in text]
     assert leaked == [], f"{len(leaked)} pieces of the instruction are in the workflow history"

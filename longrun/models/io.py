@@ -44,6 +44,9 @@ class RunCursor(_IO):
     started_at: datetime | None = None
     last_compaction_turn: int | None = None
     last_compaction: CompactionReport | None = None
+    stage_boundary_deferred: bool = Field(
+        default=False, description="a stage boundary fell on the turn right after a compaction: the next commit asks again"
+    )
     paused: bool = False
     pending_says: list[SayInput] = Field(
         default_factory=list, description="instructions queued for the next turn boundary, by id"

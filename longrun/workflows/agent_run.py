@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.workflows import options as opt
     from longrun.workflows.approvals import GRANT_FAILURE_PATCH
     from longrun.workflows.base import WORKFLOW_NAME, Stop
-    from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, CompactionMixin
+    from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, STAGE_BOUNDARY_PATCH, CompactionMixin
     from longrun.workflows.controls import ControlsMixin
     from longrun.workflows.tool_calls import ToolCallsMixin
 
@@ -52,7 +52,10 @@ FUSED_TURN_PATCH = "fused-turn"
 """Two activities per plain turn (`turn`, `tool_step`) instead of five; see activities/fused.py."""
 MAX_OVERFLOW_RETRIES = 3
 
-__all__ = ["COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "WORKFLOW_NAME", "AgentRunWorkflow"]
+__all__ = [
+    "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "STAGE_BOUNDARY_PATCH", "WORKFLOW_NAME",
+    "AgentRunWorkflow",
+]
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -182,7 +185,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
         self.uncommitted = CommitTurnInput(
             run_id=self.run_id, turn=turn, assistant_seq=model.assistant_seq, results=results,
             last_compaction_turn=self.cursor.last_compaction_turn,
-            stage_boundary=self._stage_boundary(model.tool_calls),
+            stage_boundary=self._stage_boundary(model.tool_calls, results),
             sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
             assistant_tokens=model.assistant_tokens,
         )
@@ -208,12 +211,16 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
             except ActivityError as err:
                 ceiling, hard = self._overflow_ceilings(err, attempt, ceiling, hard)
                 self.uncommitted = None  # an overflow comes from the model call, after the commit
+                if commit is not None:  # which fired no compaction
+                    self._note_boundary(commit, None)
                 attempt += 1
                 await self._compact(turn, "overflow", budget=ceiling)
                 continue
             self.uncommitted = None
             if result.commit is not None:
                 self._set_state(result.commit.state)
+                if commit is not None:
+                    self._note_boundary(commit, result.trigger)
             if result.outcome == "compact" and result.trigger is not None:
                 await self._compact(commit.turn if commit else turn - 1, result.trigger)
                 continue
@@ -238,13 +245,14 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
         pending = CommitTurnInput(
             run_id=self.run_id, turn=turn, assistant_seq=model.assistant_seq, results=results,
             last_compaction_turn=self.cursor.last_compaction_turn,
-            stage_boundary=self._stage_boundary(model.tool_calls) or self.compact_requested,
+            stage_boundary=self._stage_boundary(model.tool_calls, results) or self.compact_requested,
             sent_tokens_estimated=None if model.replayed else model.estimated_tokens,
             assistant_tokens=model.assistant_tokens,
         )
         commit = await self._act(Activities.commit_turn, pending)
         self._set_state(commit.state)
         trigger = "operator" if self.compact_requested else commit.compaction_trigger
+        self._note_boundary(pending, trigger)
         if trigger:
             await self._compact(turn, trigger)
         self._stop_if_done(model)
@@ -306,6 +314,8 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
         commit = await self._act(Activities.commit_turn, pending)
         self._set_state(commit.state)
         trigger: Trigger | None = "operator" if self.compact_requested else commit.compaction_trigger
+        if compact:
+            self._note_boundary(pending, trigger)
         if compact and trigger:
             await self._compact(pending.turn, trigger)
 

@@ -1,8 +1,12 @@
 """When the run compacts, and what it does when a compaction fails: the stage-boundary trigger,
-the compaction activity call and its failure.
+its deferral, the compaction activity call and its failure.
 
-The workflow always goes on when a compaction fails: an exception inside the pipeline is the
-activity's own `failed` outcome, and an activity that fails after its retries is audited here.
+A stage boundary is a `complete_stage` call that succeeded this turn. The turn's commit asks for a
+stage-boundary compaction then; `should_compact` holds every trigger but the hard limit on the
+turn right after another compaction, and a boundary held so is remembered
+(`RunCursor.stage_boundary_deferred`) and asked for again by the next commit. The workflow always
+goes on when a compaction fails: an exception inside the pipeline is the activity's own `failed`
+outcome, and an activity that fails after its retries is audited here.
 """
 
 from __future__ import annotations
@@ -14,19 +18,34 @@ with workflow.unsafe.imports_passed_through():
     from longrun.activities.contract import Activities
     from longrun.models.audit import CompactionDone
     from longrun.models.context import CompactionReport, Trigger
-    from longrun.models.io import CompactInput, ToolCallRef
+    from longrun.models.io import CommitTurnInput, CompactInput, ToolCallRef, ToolResultRef
     from longrun.workflows import options as opt
     from longrun.workflows.base import RunBase
 
+STAGE_BOUNDARY_PATCH = "stage-boundary-from-results"
+"""A stage boundary is a `complete_stage` call that succeeded (not one the gate refused or whose
+tool failed), and a boundary on the turn right after a compaction is asked again on the next turn
+instead of dropped. Before it, any call named complete_stage counted, once."""
 COMPACTION_FAILURE_PATCH = "compaction-failure-goes-on"
 """A compaction activity that still fails after its retries is audited (`compaction`, outcome
 `failed`) and the run goes on uncompacted. Before it, the run failed."""
 
 
 class CompactionMixin(RunBase):
-    @staticmethod
-    def _stage_boundary(calls: list[ToolCallRef]) -> bool:
-        return any(call.name == "complete_stage" for call in calls)
+    def _stage_boundary(self, calls: list[ToolCallRef], results: list[ToolResultRef]) -> bool:
+        """Whether the turn's commit asks for a stage-boundary compaction: a `complete_stage`
+        that succeeded this turn, or a boundary deferred from an earlier commit."""
+        if not workflow.patched(STAGE_BOUNDARY_PATCH):
+            return any(call.name == "complete_stage" for call in calls)
+        done = any(r.tool == "complete_stage" and not r.is_error for r in results)
+        return done or self.cursor.stage_boundary_deferred
+
+    def _note_boundary(self, commit: CommitTurnInput, trigger: Trigger | None) -> None:
+        """After a commit: a stage boundary it asked for but that fired nothing (`should_compact`
+        holds every trigger but the hard limit on the turn right after a compaction) is asked
+        again by the next commit; one that fired a compaction is served, whatever its outcome."""
+        if workflow.patched(STAGE_BOUNDARY_PATCH):
+            self.cursor.stage_boundary_deferred = commit.stage_boundary and trigger is None
 
     async def _compact(self, turn: int, trigger: Trigger, budget: int | None = None) -> None:
         try:
