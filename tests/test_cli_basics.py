@@ -16,8 +16,8 @@ from longrun.service.cli import build_parser, main
 LONGRUN = str(Path(sys.executable).parent / "longrun")
 COMMANDS = [
     ["dev"], ["dev", "up"], ["dev", "down"], ["dev", "status"], ["worker"], ["start"], ["status"], ["watch"],
-    ["runs"], ["approve"], ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["audit"], ["usage"],
-    ["compact"], ["demo"],
+    ["runs"], ["approve"], ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"],
+    ["usage"], ["compact"], ["demo"],
 ]
 
 
@@ -32,7 +32,8 @@ def test_help_on_every_command(command: list[str], capsys: pytest.CaptureFixture
 def test_every_reporting_command_takes_json() -> None:
     parser = build_parser()
     for command in (["dev", "up"], ["dev", "status"], ["start"], ["status"], ["watch"], ["runs"], ["approve"],
-                    ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["audit"], ["usage"], ["compact"]):
+                    ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"], ["usage"],
+                    ["compact"]):
         sub = parser
         for word in command:
             sub = next(a for a in sub._actions if a.dest in ("command", "dev_command")).choices[word]
@@ -48,7 +49,7 @@ def test_scripted_model_is_called_a_stand_in(capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.parametrize("argv", [["nope"], ["status"], ["approve", "r", "--ttl", "1m"], ["audit", "r", "--format", "x"],
-                                  ["start", "--objective", "x"]])
+                                  ["start", "--objective", "x"], ["compact-now"], ["compact-now", "r", "extra"]])
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(argv)

@@ -212,6 +212,28 @@ def test_expired_approval_is_refused_and_changes_nothing(cli: Cli, workspace: Pa
     assert watch.returncode == 1 and "run cancelled" in watch.stdout
 
 
+def test_compact_now_asks_a_live_run_for_an_operator_compaction(cli: Cli, workspace: Path) -> None:
+    run_id, status = cli.start_and_wait(workspace)
+    assert waiting(status)
+    asked = cli("compact-now", run_id)
+    assert asked.returncode == 0, asked.stderr
+    assert "compaction requested" in asked.stdout and "waiting approval: it compacts when it goes on" in asked.stdout
+    assert cli("approve", run_id, "--as", "alice").returncode == 0
+    watch = cli("watch", run_id, "--interval", "0.2")
+    assert watch.returncode == 0, watch.stderr
+    assert "compaction started (operator, after turn" in watch.stdout and "compaction (operator, " in watch.stdout
+    events = [r["data"]["event"] for r in cli.json("audit", run_id)["timeline"] if r["source"] == "audit"]
+    operator = [e for e in events if e["kind"] in ("compaction_started", "compaction")
+                and (e.get("trigger") or e.get("report", {}).get("trigger")) == "operator"]
+    assert [e["kind"] for e in operator] == ["compaction_started", "compaction"], operator
+    assert operator[1]["report"]["outcome"] != "failed"
+
+    late = cli("compact-now", run_id)  # a finished run refuses, and says why
+    assert late.returncode == 1 and f"run {run_id} is completed" in late.stderr and "nothing to compact" in late.stderr
+    unknown = cli("compact-now", "run-nope")
+    assert unknown.returncode == 1 and "unknown run id 'run-nope'" in unknown.stderr
+
+
 def test_unknown_run_malformed_flags_and_missing_workspace(cli: Cli, tmp_path: Path) -> None:
     for args in (("status", "run-nope"), ("approve", "run-nope", "--as", "alice"), ("audit", "run-nope")):
         done = cli(*args)

@@ -6,6 +6,7 @@
     longrun status|watch RUN        where a run stands / follow it live
     longrun approve|reject RUN      answer a pending approval
     longrun pause|resume|cancel RUN, longrun say RUN TEXT
+    longrun compact-now RUN         compact the run's context after the current turn
     longrun audit RUN [--verify]    the full timeline from PostgreSQL, hash chains checked
     longrun usage RUN               tokens per model request
     longrun runs                    list runs

@@ -171,6 +171,12 @@ async def control(client: Client, run_id: str, action: str) -> str:
     return await _update(client, run_id, action)
 
 
+async def compact_now(client: Client, run_id: str) -> str:
+    """Ask the run for an operator compaction once the current turn's results are committed.
+    Refused (`ApprovalError`) when the run has finished."""
+    return await control(client, run_id, "compact_now")
+
+
 # ----------------------------------------------------------------------- status from Postgres
 # A finished run's workflow is deleted after the namespace's retention period; what `status` shows
 # must then come from Postgres alone. The functions below rebuild the same view from the run row,
@@ -284,7 +290,7 @@ async def run_status(client: Client | None, store: Store, run_id: str) -> tuple[
 
 
 __all__ = [
-    "WORKFLOW_NAME", "approve", "connect", "control", "new_run_id", "open_store", "opening_message",
+    "WORKFLOW_NAME", "approve", "compact_now", "connect", "control", "new_run_id", "open_store", "opening_message",
     "pending_from_audit", "probe_workflow", "query_status", "reject", "run_status", "say", "start_run", "status_from_store",
     "usage_from_audit",
 ]

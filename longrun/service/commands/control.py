@@ -1,4 +1,5 @@
-"""`longrun approve`, `reject`, `pause`, `resume`, `cancel` and `say`: updates to a live run.
+"""`longrun approve`, `reject`, `pause`, `resume`, `cancel`, `say` and `compact-now`: updates to a
+live run.
 
 Every refusal comes from the workflow's validators (not an approver, a different pending action,
 expired, already decided) and is shown as it is; a refused update writes nothing."""
@@ -59,6 +60,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sy.add_argument("--constraint", action="store_true", help="record the text as a binding constraint")
     add_json(sy)
     sy.set_defaults(func=cmd_say)
+
+    cn = sub.add_parser("compact-now", help="ask a run to compact its context after the current turn",
+                        description="Ask for an operator compaction: once the current turn's results are committed, "
+                        "the run compacts whatever its size (trigger `operator`: every old result the policy allows "
+                        "is cleared to a reference and older turns are summarized), then goes on. A run that is "
+                        "paused or waits for an approval compacts when it goes on. `watch` and `audit` show the "
+                        "compaction (compaction_started, then its outcome).")
+    cn.add_argument("run", help="run id")
+    add_json(cn)
+    cn.set_defaults(func=cmd_compact_now)
 
 
 async def _live(client: Client, store: Store, run_id: str, what: str) -> StatusQueryResult:
@@ -160,6 +171,23 @@ async def cmd_say(args: argparse.Namespace) -> int:
             raise CliError(f"say refused: {exc}") from exc
     if args.json:
         print_json({"run_id": args.run, "constraint": args.constraint, "result": message})
+    else:
+        say(message)
+    return EXIT_OK
+
+
+async def cmd_compact_now(args: argparse.Namespace) -> int:
+    async with stack() as (client, store):
+        assert client is not None
+        live = await _live(client, store, args.run, "compact")
+        try:
+            message = await api.compact_now(client, args.run)
+        except ApprovalError as exc:
+            raise CliError(f"compact-now refused: {exc}") from exc
+    if live.status in ("paused", "waiting_approval"):
+        message += f" (the run is {live.status.replace('_', ' ')}: it compacts when it goes on)"
+    if args.json:
+        print_json({"run_id": args.run, "action": "compact_now", "status": live.status, "result": message})
     else:
         say(message)
     return EXIT_OK
