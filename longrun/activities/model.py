@@ -12,6 +12,7 @@ from longrun.activities.base import ActivityBase
 from longrun.activities.contract import Activities, implements
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.context import compact, estimate_message, estimate_request, render_request
+from longrun.context.state_block import notes_budget
 from longrun.context.summary import ExtractiveSummarizer, Summarizer
 from longrun.errors import ContextOverflow, ProviderError, StaleStateError
 from longrun.models.audit import CompactionDone, CompactionStarted, ErrorRecorded, ModelCalled
@@ -173,6 +174,7 @@ class ModelActivities(ActivityBase):
         as_is = render_request(
             model=spec.model, system=SYSTEM_PROMPT, projection=previous, new_items=[i for i in items if i.seq > cover],
             state=state, tools=tools, max_tokens=min(policy.reserve_output, provider.info.max_output),
+            notes_tokens=notes_budget(spec.context.limit(window)),
         )
         before = calibration.apply(estimate_request(as_is))
         self.audit(run_id, CompactionStarted(
