@@ -14,12 +14,13 @@ from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.context import compact, estimate_message, estimate_request, render_request
 from longrun.context.state_block import notes_budget
 from longrun.context.summary import ExtractiveSummarizer, Summarizer
-from longrun.errors import ContextOverflow, ProviderError, StaleStateError
+from longrun.errors import ConfigError, ContextOverflow, ProviderError, StaleStateError
 from longrun.models.audit import CompactionDone, CompactionStarted, ErrorRecorded, ModelCalled
 from longrun.models.blocks import Message, TextBlock
 from longrun.models.context import CompactionReport
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import Usage
+from longrun.models.state import TaskState
 
 log = logging.getLogger(__name__)
 
@@ -140,11 +141,19 @@ class ModelActivities(ActivityBase):
         )
 
     def summarizer_for(self, model: str) -> Summarizer:
+        """The summarizer of stage 2 for `model` (the policy's `summary_model`, else the run's):
+        the extractive one for `scripted`, else a model summary. When this worker cannot build
+        that model's provider (no API key), the summarizer fails with the reason, so the report
+        says why and the pipeline falls back to the extractive summary."""
         if model == "scripted":
             return ExtractiveSummarizer()
         from longrun.providers import ModelSummarizer
 
-        return ModelSummarizer(self.deps.provider_for(model))
+        try:
+            provider = self.deps.provider_for(model)
+        except ConfigError as exc:
+            return UnavailableSummarizer(f"summary model {model}: {exc}")
+        return ModelSummarizer(provider)
 
     @implements(Activities.compact)
     def compact(self, inp: CompactInput) -> CompactResult:
@@ -195,7 +204,7 @@ class ModelActivities(ActivityBase):
                     window=window,
                     trigger=inp.trigger,
                     calibration=calibration,
-                    summarizer=self.summarizer_for(spec.model),
+                    summarizer=self.summarizer_for(policy.summary_model or spec.model),
                     system=SYSTEM_PROMPT,
                     tools=tools,
                     force=inp.trigger in ("overflow", "operator"),
@@ -228,3 +237,13 @@ class ModelActivities(ActivityBase):
         self.audit(run_id, CompactionDone(projection_version=None, report=report))
         return CompactResult(outcome="stale", projection_version=None, report=report)
 
+
+class UnavailableSummarizer:
+    """Stands in for a model summarizer this worker cannot build: it fails with the reason, which
+    the pipeline records (`summary_rejected_reason`) before it uses the extractive summary."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def summarize(self, messages: list[Message], previous_summary: str | None, state: TaskState, max_tokens: int) -> str:
+        raise ConfigError(self.reason)

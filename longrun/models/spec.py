@@ -15,6 +15,13 @@ from longrun.models.state import MAX_TEXT
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
 
 
+def check_model_name(v: str) -> str:
+    """`scripted` or `anthropic:<model-id>`: the model names a provider can be built for."""
+    if v != "scripted" and not (v.startswith("anthropic:") and len(v) > len("anthropic:")):
+        raise ValueError(f"model must be 'scripted' or 'anthropic:<model-id>', got {v!r}")
+    return v
+
+
 class ContextPolicy(BaseModel):
     """Parameters of the context pipeline. Names follow Anthropic's context editing
     (`trigger`, `keep`, `clear_at_least`, `exclude_tools`, `clear_tool_inputs`) where they exist."""
@@ -49,6 +56,17 @@ class ContextPolicy(BaseModel):
     artifact_trim_tokens: int = Field(
         default=8_000, ge=200, description="stage 0: a single tool result larger than this becomes a reference"
     )
+    summary_model: str | None = Field(
+        default=None,
+        description="model of stage 2's summaries, e.g. a cheaper one than the run's (`anthropic:<model-id>`), or "
+        "`scripted` for the extractive summary; default: the run's model. A failing or rejected model summary "
+        "falls back to the extractive one",
+    )
+
+    @field_validator("summary_model")
+    @classmethod
+    def _known_summary_model(cls, v: str | None) -> str | None:
+        return None if v is None else check_model_name(v)
 
     def limit(self, window: int) -> int:
         """The hard ceiling for one request: never sent over `window - reserve_output - headroom`
@@ -111,9 +129,7 @@ class RunSpec(BaseModel):
     @field_validator("model")
     @classmethod
     def _known_model_kind(cls, v: str) -> str:
-        if v != "scripted" and not (v.startswith("anthropic:") and len(v) > len("anthropic:")):
-            raise ValueError(f"model must be 'scripted' or 'anthropic:<model-id>', got {v!r}")
-        return v
+        return check_model_name(v)
 
     @field_validator("allowed_commands")
     @classmethod

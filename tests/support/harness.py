@@ -69,13 +69,16 @@ async def running_worker(
     store: Store,
     *,
     provider: Any | None = None,
+    provider_for: Callable[[str], Any] | None = None,
     registry: ToolRegistry | None = None,
     task_queue: str | None = None,
 ):
-    """An in-process worker; `provider` replaces every model (else the real provider table)."""
+    """An in-process worker; `provider` replaces every model, `provider_for(model)` chooses one
+    per model (else the real provider table)."""
     task_queue = task_queue or f"tq-{uuid.uuid4().hex[:10]}"
     settings = Settings.from_env()
-    provider_for = (lambda _model: provider) if provider is not None else ProviderCache(settings)
+    if provider_for is None:
+        provider_for = (lambda _model: provider) if provider is not None else ProviderCache(settings)
     worker = build_worker(
         client, store, settings=settings, registry=registry or default_registry(), provider_for=provider_for,
         task_queue=task_queue, heartbeat_every=0.5,

@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     st.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens one model request may take")
     st.add_argument("--trigger", type=int, metavar="TOKENS",
                     help="compact when a request exceeds this many tokens (default: min(100k, 75%% of the budget))")
+    st.add_argument("--summary-model", metavar="MODEL",
+                    help="model of the context's summaries, e.g. a cheaper anthropic:claude-haiku-4-5, or `scripted` "
+                    "for the extractive summary (default: the run's model)")
     st.add_argument("--approval-ttl", metavar="DURATION", help="how long an approval request waits (default 30m)")
     st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
     st.add_argument("--task-queue", help="task queue of the workers (default $LONGRUN_TASK_QUEUE, else 'longrun')")
@@ -115,6 +118,8 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
         context["budget"] = args.budget
     if args.trigger is not None:
         context["trigger"] = args.trigger
+    if args.summary_model is not None:
+        context["summary_model"] = args.summary_model
     extra: dict[str, Any] = {}
     if args.approval_ttl:
         try:
