@@ -213,7 +213,7 @@ SYNONYMS = {
     "version": ("version", "pinn", "pinned", "release", "build", "tag"),
     "port": ("port", "listen", "listens"),
     "path": ("path", "config", "file", "dir", "directory", "location"),
-    "digest": ("md5", "sha256", "sha", "checksum", "hash", "digest", "artifact", "schema"),
+    "digest": ("checksum", "hash", "digest"),
     "flag": ("flag", "feature", "toggle"),
     "share": ("share", "canary", "percent", "percentage", "rollout"),
     "budget": ("budget", "error"),
@@ -232,15 +232,20 @@ def attributes(u: Unit) -> set[str]:
     for n in u.names:
         if "_" in n:
             parts.update(p for p in n.split("_") if len(p) > 1)
-        elif n in _CANON:
+        elif n in _CANON or n in ATTRIBUTE_NAMES:
             parts.add(n)
     return parts | {_CANON[p] for p in parts if p in _CANON}
+
+
+ATTRIBUTE_NAMES = frozenset(("md5", "sha1", "sha256", "sha512", "crc32", "on-call", "ipv4", "ipv6", "p50", "p95", "p99",
+                             "utf-8", "x86_64", "arm64", "k8s"))
+"""Names that look like identifiers but say what, not who: never a fact's subject."""
 
 
 def subjects(u: Unit) -> frozenset[str]:
     """The names a unit is about: its names but attribute ones (sha256, md5, on-call) and paths
     (a path is what a config or a file fact says, its value)."""
-    return frozenset(n for n in u.names if n not in _CANON and "/" not in n)
+    return frozenset(n for n in u.names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n)
 
 
 def held_values(u: Unit) -> frozenset[str]:
