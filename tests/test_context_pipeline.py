@@ -127,7 +127,9 @@ def test_noop_when_nothing_to_do() -> None:
 def test_stage0_trims_seen_huge_results_but_not_the_open_cycle() -> None:
     huge = "payload " * 20_000
     items = transcript(2, size=huge)[:-1]  # ends with the newest tool result, not yet seen
-    p = run(items, ContextPolicy(artifact_trim_tokens=1_000))
+    # a trigger whose target (60k) the trimmed request (about 52k) meets: stage 0 alone is enough
+    p = run(items, ContextPolicy(artifact_trim_tokens=1_000, trigger=120_000))
+    assert p.report.stages_run == ["trim"]
     refs = cleared_references(p.messages)
     assert [r["tool_use_id"] for r in refs] == ["tu0"] and refs[0]["stage"] == "trim"
     assert huge in p.messages[-1].content[0].content  # type: ignore[union-attr]

@@ -172,8 +172,9 @@ def compact(
         if done is not None:
             summary, cut = done
             view, ests, original = view[cut:], ests[cut:], original[cut:]
-            if total() >= now:
-                # a summary no smaller than what it replaced only costs a cache rewrite: undo it
+            if now - total() < min(policy.clear_at_least, (now - target_est) // 2) or total() >= now:
+                # a summary that frees less than half the way to the target (or clear_at_least)
+                # only costs a cache rewrite and blocks the next compaction: undo it
                 view, ests, summary, undone = kept
                 original = list(kept_original)
                 for name in ("messages_summarized", "summary_tokens", "summary_source", "summary_rejected_reason",
@@ -280,8 +281,9 @@ def _summarize(
     grown = [0] * (last + 1)  # index and ledger tokens the messages view[:c] add, at most
     for i in range(last):
         grown[i + 1] = grown[i] + line_costs[i] + fact_costs[i]
-    max_tokens = min(policy.max_summary_tokens, max(200, target_est // 5))
-    user_cap = min(max(2_000, policy.tail_tokens // 2), max(200, target_est // 5))
+    compactable = max(0, target_est - fixed)  # what the summary and the tail share at the target
+    max_tokens = min(policy.max_summary_tokens, max(200, compactable // 2))
+    user_cap = min(max(2_000, policy.tail_tokens // 2), max(200, compactable // 5))
     body_floor = min(max_tokens, BODY_FLOOR)
     overhead = 2 * MESSAGE_OVERHEAD + BLOCK_OVERHEAD + 40
     carried = index.cost(prev.cut, prev.lines) + ledger.cost(prev.left_out, prev.facts) + _users_cost(prev.users)
@@ -290,18 +292,22 @@ def _summarize(
     cut = next((c for c in valid if suffix[c] <= policy.tail_tokens and suffix[c] + grown[c] <= room), valid[-1])
     floor = tail_floor(view, policy.min_tail_turns)
     if cut > floor:
+        # min_tail_turns, when the target still holds with it: a compaction that lands over its
+        # target only makes the next one fire at once
         wider = [c for c in valid if c <= floor]
-        if wider and fixed + allowance + suffix[wider[-1]] <= limit_est:
+        if wider and fixed + allowance + suffix[wider[-1]] <= target_est:
             cut = wider[-1]
 
     replaced = view[:cut]
     replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
-    users = _cap_users(list(dict.fromkeys(prev.users + user_texts(replaced))), user_cap)
+    offered = [t for t in prev.users + user_texts(replaced) if not _is_opening(t, state)]
+    users = _cap_users(list(dict.fromkeys(offered)), user_cap)
     kept_users = set(users)
     gone_users = [t for t in prev.users if t not in kept_users]
     units = ledger.note_units(shown_notes(list(state.notes), notes_tokens)[0], prev.facts)
     units += ledger.units_of([Message.user_text(t) for t in gone_users], {})
     units += ledger.units_of(original[:cut], hint_of, skip_users=kept_users)
+    units = [u for u in units if not _in_state(u.text, state)]
     facts = ledger.fold(prev.facts, units)
     lines = index.fold(prev.lines, index.entries(replaced))
     free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - _users_cost(users)
@@ -334,6 +340,19 @@ def _summarize(
     report.ledger_facts = len(facts)
     report.ledger_left_out = left_out
     return full, cut
+
+
+def _is_opening(text: str, state: TaskState) -> bool:
+    """The run's first message as `opening.opening_message` writes it: the objective and the
+    constraints, which the task state block carries verbatim in every request anyway (its
+    other lines, the allowed commands and the workspace, go to the ledger)."""
+    return text.startswith(f"Objective: {state.objective}")
+
+
+def _in_state(line: str, state: TaskState) -> bool:
+    """A line that only restates the task state's objective or one of its constraints."""
+    bare = line.removeprefix("- ").removeprefix("Objective: ").removeprefix("New constraint from the user: ").strip()
+    return bool(bare) and (bare == " ".join(state.objective.split()) or bare in state.constraints)
 
 
 BODY_FLOOR = 300

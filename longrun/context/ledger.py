@@ -101,6 +101,8 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
                     out.append(u)
             elif isinstance(b, ToolResultBlock) and not is_cleared(b) and _quotable(b):
                 where = hint_of.get(b.tool_use_id, "tool").translate(_QUOTE)
+                if where.partition(" ")[0] in STATE_TOOLS:
+                    continue
                 where = where if len(where) <= WHERE_CHARS else where[: WHERE_CHARS - 1] + "…"
                 whole = is_short(b)
                 for text in facts.split_units(result_text(b), prose=False):
@@ -113,6 +115,9 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
     return [u for u in out if (u.is_fact or u.source == "tool") and not facts.dismissed(u.text)]
 
 
+STATE_TOOLS = frozenset(("record_decision", "set_next_action", "write_note", "complete_stage"))
+"""longrun's state tools (`longrun/tools/state_tools.py`, checked by a test): what they record
+is in the task state itself, and their results only acknowledge it."""
 MAX_QUOTED_RESULT_TOKENS = 1_000
 """Facts are quoted from tool results up to this size (a probe, a status, a config file); larger
 ones (logs, file dumps) are in the results index, whole, behind read_artifact: quoting their

@@ -195,7 +195,7 @@ class ExtractiveSummarizer:
         return _fit(sections, max_tokens, dropped)
 
 
-GOAL_CHARS = 200
+GOAL_CHARS = 120
 
 
 def _goal(objective: str) -> str:
