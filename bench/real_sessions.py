@@ -186,8 +186,10 @@ def compaction_case(d: Path) -> dict[str, Any]:
 
     sent = request_text(request)
     named = {r["sha256"] for r in cleared_references(projection.messages) + summary_references(projection.summary)}
-    named |= set(re.findall(r"sha256:([0-9a-f]{64})", sent))
+    named |= set(re.findall(r"sha256:([0-9a-f]{12,64})", sent))
     result_sha = {b.tool_use_id: artifact_sha(b) for m in messages for b in m.content if isinstance(b, ToolResultBlock)}
+    # a reference names an artifact by its full hash or by a prefix (12 hex digits: what read_artifact takes)
+    named |= {sha for sha in result_sha.values() if any(sha.startswith(p) for p in named)}
     summary = str(comp.get("summary", ""))
     paths, commands = tool_targets(messages)
     humans = human_texts(messages)

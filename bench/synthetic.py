@@ -150,7 +150,7 @@ def orphans(messages: list[Message]) -> int:
     return n
 
 
-_SHA = re.compile(r"sha256[:=\"' ]+([0-9a-f]{64})")
+_SHA = re.compile(r"sha256[:=\"' ]+([0-9a-f]{12,64})")
 
 
 # --- the scenario ---------------------------------------------------------------------------------
@@ -565,7 +565,8 @@ class Driver:
     def _score(self) -> None:
         text = self.last_text
         refs = {m.group(1) for m in _SHA.finditer(text)}
-        reachable = [self.artifacts[s] for s in refs if s in self.artifacts]
+        # references name an artifact by a prefix of 12+ hex digits (what read_artifact resolves)
+        reachable = [a for sha, a in self.artifacts.items() if any(sha.startswith(r) for r in refs)]
         self.r.facts_total = len(self.s.facts)
         for f in self.s.facts:
             kept = f.marker in text or any(f.marker in a for a in reachable)

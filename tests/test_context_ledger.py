@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from longrun.context import Calibration, compact, layout, ledger, render_request
+from longrun.context import Calibration, compact, index, layout, ledger, render_request
 from longrun.context import facts as facts_mod
-from longrun.context.index import SHORT_RESULT_TOKENS
 from longrun.context.state_block import OLDER_NOTES_KEY, notes_budget, parse_state_block, render_state_block
 from longrun.models import ContextPolicy, Message, Projection, TaskState, TranscriptItem
 from longrun.models.provider import ModelRequest
@@ -111,14 +110,17 @@ def test_near_identical_lines_collapse_with_a_count_and_dismissed_lines_go() -> 
     assert [e.render() for e in entries] == ["- (×5) CI run 4404 passed in 312s"]  # the latest, counted
 
 
-def test_short_results_are_quoted_whole_and_not_indexed() -> None:
+def test_short_results_are_quoted_whole_on_their_index_line() -> None:
     health = '{"status": "degraded", "replicas": 3}'
-    items = conversation([("Check the health of quota-svc.", "Probing.", health)] + [("ok", "ok", LOG)] * 5)
+    items = conversation([("Check the health of quota-svc.", "Probing.", health + "\nchecked 2 pods")]
+                         + [("ok", "ok", LOG)] * 5)
     p = run(items)
     parts = layout.parse(p.summary)
-    assert all("probe --step 0" not in ln for ln in parts.lines)  # no reference longer than the result
-    assert "- `run_command probe --step 0`: " + health in ledger_lines(p)  # beside the call it answers
-    assert ledger.estimate_text(health) <= SHORT_RESULT_TOKENS
+    # beside the call it answers, instead of a reference that would be longer than the result
+    assert f"- run_command probe --step 0 => {health}{index.QUOTE_SEP}checked 2 pods" in parts.lines
+    assert not any("degraded" in ln for ln in ledger_lines(p))  # not quoted twice
+    assert all("sha256:" in ln for ln in parts.lines if "probe --step 1 " in ln)  # a long log is referenced
+    assert ledger.estimate_text(health) <= index.SHORT_RESULT_TOKENS
 
 
 def test_the_ledger_folds_forward_and_its_cuts_are_counted() -> None:

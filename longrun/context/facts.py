@@ -228,7 +228,7 @@ _CANON = {form: group for group, words in SYNONYMS.items() for w in words for fo
 def attributes(u: Unit) -> set[str]:
     """What a unit says about its subject: its content words, the parts of its snake_case
     names (schema_md5: schema, md5), and their synonym groups."""
-    parts = set(u.words)
+    parts = {p for w in u.words for p in (w, *w.split("_")) if len(p) > 1}
     for n in u.names:
         if "_" in n:
             parts.update(p for p in n.split("_") if len(p) > 1)

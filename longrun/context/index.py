@@ -24,8 +24,8 @@ from longrun.context.transcript import TOOL_KEY, artifact_sha, extra, input_prev
 from longrun.models.blocks import Message, ToolResultBlock, ToolUseBlock
 
 INDEX_SECTION = "## Earlier tool results"
-INDEX_HEADER = (INDEX_SECTION + " (oldest first; each full output comes back with read_artifact "
-                "{\"sha256\": \"<the hex after sha256:>\"})")
+INDEX_HEADER = (INDEX_SECTION + " (oldest first; a short output is quoted after =>, any other comes back "
+                "with read_artifact {\"sha256\": \"<the hex after sha256:>\"})")
 REF_HEX = transcript.REF_HEX
 """Hex digits of the artifact hash written in an index line: the shortest prefix read_artifact
 resolves (`Store.resolve_artifact_prefix`), about 30 tokens a line fewer than the full hash.
@@ -35,6 +35,9 @@ MAX_HINT_CHARS = 4_000
 """A command or path longer than this is in effect file content: only its head is kept."""
 
 _LINE = re.compile(r"^- sha256:([0-9a-f]{12,64}) (?!= )(\S+)", re.M)
+_INLINE = re.compile(r"^- (?!sha256:)(?!\()\S+ .*=> ")
+QUOTE_SEP = " ⏎ "
+"""Joins the lines of a short result quoted on its index line."""
 _CUT_NOTE = re.compile(r"^- \((\d+) older entries cut to fit the window; their artifacts are still stored\)$", re.M)
 _CMD_KEYS = ("command", "cmd", "argv")
 _SEARCH_KEYS = ("pattern", "query")
@@ -78,35 +81,39 @@ def entry(sha: str, tool: str, hint: str) -> str:
 
 
 SHORT_RESULT_TOKENS = 60
-"""A result this short is quoted whole in the fact ledger instead: its reference line would be
-about as long as the result itself."""
+"""A result this short is quoted whole on its index line instead of referenced: its reference
+would be about as long as the result itself."""
 
 
 def is_short(b: ToolResultBlock) -> bool:
-    """A result the ledger quotes whole (non-empty, at most SHORT_RESULT_TOKENS) and the index
-    therefore skips."""
+    """A result its index line quotes whole (non-empty, at most SHORT_RESULT_TOKENS)."""
     text = result_text(b)
     return bool(text.strip()) and not is_cleared(b) and estimate_text(text) <= SHORT_RESULT_TOKENS
 
 
 def entries(messages: Sequence[Message], uses: dict[str, ToolUseBlock] | None = None) -> list[str]:
-    """Index lines for every tool result in `messages` but the short ones (quoted in the fact
-    ledger), in order. `uses`: tool uses by id from outside `messages` (a result's call is
-    normally right before it)."""
+    """Index lines for every tool result in `messages`, in order. `uses`: tool uses by id from
+    outside `messages` (a result's call is normally right before it)."""
     found: dict[str, ToolUseBlock] = dict(uses or {})
     out: list[str] = []
     for m in messages:
         for b in m.content:
             if isinstance(b, ToolUseBlock):
                 found[b.id] = b
-            elif isinstance(b, ToolResultBlock) and not is_short(b):
+            elif isinstance(b, ToolResultBlock):
                 out.append(result_entry(b, found.get(b.tool_use_id)))
     return out
 
 
 def result_entry(b: ToolResultBlock, use: ToolUseBlock | None) -> str:
-    tool = extra(b, TOOL_KEY) or (use.name if use else "tool")
-    return entry(artifact_sha(b), str(tool), input_hint(use.input) if use else "")
+    """`- sha256:<prefix> <tool> <key input>`, or for a short result `- <tool> <key input> =>
+    <the result>`, its lines joined by QUOTE_SEP: the call and what it answered, on one line."""
+    tool = str(extra(b, TOOL_KEY) or (use.name if use else "tool"))
+    hint = input_hint(use.input) if use else ""
+    if is_short(b):
+        quoted = QUOTE_SEP.join(" ".join(ln.split()) for ln in result_text(b).splitlines() if ln.strip())
+        return f"- {tool}" + (f" {hint}" if hint else "") + f" => {quoted}"
+    return entry(artifact_sha(b), tool, hint)
 
 
 def message_entry_costs(messages: Sequence[Message]) -> list[int]:
@@ -118,7 +125,7 @@ def message_entry_costs(messages: Sequence[Message]) -> list[int]:
         for b in m.content:
             if isinstance(b, ToolUseBlock):
                 uses[b.id] = b
-            elif isinstance(b, ToolResultBlock) and not is_short(b):
+            elif isinstance(b, ToolResultBlock):
                 c += estimate_text(result_entry(b, uses.get(b.tool_use_id))) + 1
         costs.append(c)
     return costs
@@ -134,7 +141,7 @@ def parse(section: str | None) -> tuple[int, list[str]]:
         m = _CUT_NOTE.match(ln)
         if m:
             cut += int(m.group(1))
-        elif _LINE.match(ln):
+        elif _LINE.match(ln) or _INLINE.match(ln):
             lines.append(ln)
     return cut, lines
 

@@ -99,20 +99,21 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
                     if source == "agent" and _narration(u, known):
                         continue
                     out.append(u)
-            elif isinstance(b, ToolResultBlock) and not is_cleared(b) and _quotable(b):
+            elif isinstance(b, ToolResultBlock) and not is_cleared(b) and (is_short(b) or _quotable(b)):
                 where = hint_of.get(b.tool_use_id, "tool").translate(_QUOTE)
                 if where.partition(" ")[0] in STATE_TOOLS:
                     continue
+                short = is_short(b)  # quoted whole on its index line: folded, so it supersedes, not rendered
                 where = where if len(where) <= WHERE_CHARS else where[: WHERE_CHARS - 1] + "…"
-                whole = is_short(b)
                 for text in facts.split_units(result_text(b), prose=False):
                     order += 1
                     u = facts.analyse(text, "tool", where=where, order=order)
                     if u.names:
                         u.where = ""  # the line names its own subject: its key and render need no call
-                    if whole or u.is_fact:
+                    u.quoted = short
+                    if u.is_fact:
                         out.append(u)
-    return [u for u in out if (u.is_fact or u.source == "tool") and not facts.dismissed(u.text)]
+    return [u for u in out if u.is_fact and not facts.dismissed(u.text)]
 
 
 STATE_TOOLS = frozenset(("record_decision", "set_next_action", "write_note", "complete_stage"))
@@ -129,10 +130,12 @@ CODE_SHARE = 0.5
 
 
 def _quotable(b: ToolResultBlock) -> bool:
+    """A result whose fact lines the ledger quotes: not a short one (its index line quotes it
+    whole, beside its call), not a large one, not source code."""
     text = result_text(b)
-    if estimate_text(text) > MAX_QUOTED_RESULT_TOKENS:
+    if is_short(b) or estimate_text(text) > MAX_QUOTED_RESULT_TOKENS:
         return False
-    return is_short(b) or facts.code_share(text.splitlines()) < CODE_SHARE
+    return facts.code_share(text.splitlines()) < CODE_SHARE
 
 
 def note_units(notes: Sequence[str], already: Sequence[Entry] = ()) -> list[Unit]:
@@ -236,11 +239,13 @@ def _same_key(u: Unit, by_key: dict[tuple[str, frozenset[str]], int], entries: l
 def _restates_value(u: Unit, entries: list[Entry | None]) -> bool:
     """The unit repeats a value an earlier line about one of its names stated, beside a new
     value ("backoff 63s, previous 9m"): a correction without a cue word."""
-    if len(u.values) < 2 or not u.names:
+    if not u.names:
         return False
-    mine = facts.subjects(u)
-    return any(e is not None and facts.subjects(e.unit) and facts.subjects(e.unit) <= mine and e.unit.values & u.values
-               and (u.values - e.unit.values) for e in entries)
+    mine, held = facts.subjects(u), facts.held_values(u)
+    if len(held) < 2:
+        return False
+    return any(e is not None and facts.subjects(e.unit) and facts.subjects(e.unit) <= mine
+               and facts.held_values(e.unit) & held and (held - facts.held_values(e.unit)) for e in entries)
 
 
 def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
@@ -287,14 +292,14 @@ def _corrected(u: Unit, entries: list[Entry | None]) -> list[int]:
         if o.where != u.where and u.source != "tool" and o.source == "tool":
             continue
         names = len(facts.subjects(o) & facts.subjects(u))
-        shared_values = o.values & u.values
+        shared_values = facts.held_values(o) & facts.held_values(u)
         if not (names or shared_values):
             continue  # a correction names its subject or the value it replaces
         same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values)
         same_attr = attrs & facts.attributes(o)
         if not (shared_values or (same_attr and same_kind)):
             continue
-        if not ((u.values - o.values) or (u.names - o.names)):
+        if not ((facts.held_values(u) - facts.held_values(o)) or (u.names - o.names)):
             continue  # says nothing new: not a correction of this line
         found.append((2 * names + len(same_attr) + 3 * len(shared_values), i))
     found.sort(key=lambda f: (-f[0], -f[1]))
