@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -112,6 +114,8 @@ class Unit:
     quoted: bool = False
     """Kept verbatim elsewhere in the summary (a human message): folded, so that it supersedes
     what it corrects, but not rendered twice."""
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Derived sets (subjects, held values, attributes, kinds), computed once per unit."""
 
     @property
     def key(self) -> tuple[str, frozenset[str]]:
@@ -144,6 +148,15 @@ def split_units(text: str, prose: bool = True) -> list[str]:
 def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     """A unit with its values (numbers, quantities, versions, dates, hashes, addresses, quoted
     values), names (paths, identifiers, acronyms) and content words, and its cues."""
+    values, names, words, relation, status, correction = _analysis(text)
+    return Unit(text=text, source=source, where=where, order=order, values=values, names=names, words=words,
+                relation=relation, status=status, correction=correction)
+
+
+@lru_cache(maxsize=65_536)
+def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], bool, bool, bool]:
+    """The parts of `analyse` that depend on the text alone, cached: a worker re-reads the same
+    lines at every compaction of a run."""
     values: set[str] = set()
     names: set[str] = set()
 
@@ -168,12 +181,8 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     rest = take(_NAME, names, rest)
     names = {n for n in names if n.lower() not in STOPWORDS}
     words = {w for w in [*_WORD.findall(rest.lower()), *keys] if w not in STOPWORDS and w not in _CUE_WORDS}
-    return Unit(
-        text=text, source=source, where=where, order=order,
-        values=frozenset(values), names=frozenset(n.lower() for n in names), words=frozenset(_stem(w) for w in words),
-        relation=bool(RELATION.search(text)), status=bool(STATUS.search(text)),
-        correction=bool(CORRECTION.search(text)),
-    )
+    return (frozenset(values), frozenset(n.lower() for n in names), frozenset(_stem(w) for w in words),
+            bool(RELATION.search(text)), bool(STATUS.search(text)), bool(CORRECTION.search(text)))
 
 
 def _stem(word: str) -> str:
@@ -228,6 +237,12 @@ _CANON = {form: group for group, words in SYNONYMS.items() for w in words for fo
 def attributes(u: Unit) -> set[str]:
     """What a unit says about its subject: its content words, the parts of its snake_case
     names (schema_md5: schema, md5), and their synonym groups."""
+    if "attrs" not in u.memo:
+        u.memo["attrs"] = _attributes(u)
+    return set(u.memo["attrs"])
+
+
+def _attributes(u: Unit) -> set[str]:
     parts = {p for w in u.words for p in (w, *w.split("_")) if len(p) > 1}
     for n in u.names:
         if "_" in n:
@@ -245,11 +260,23 @@ ATTRIBUTE_NAMES = frozenset(("md5", "sha1", "sha256", "sha512", "crc32", "on-cal
 def subjects(u: Unit) -> frozenset[str]:
     """The names a unit is about: its names but attribute ones (sha256, md5, on-call) and paths
     (a path is what a config or a file fact says, its value)."""
+    if "subjects" not in u.memo:
+        u.memo["subjects"] = _subjects(u)
+    return u.memo["subjects"]  # type: ignore[no-any-return]
+
+
+def _subjects(u: Unit) -> frozenset[str]:
     return frozenset(n for n in u.names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n)
 
 
 def held_values(u: Unit) -> frozenset[str]:
     """Its values, and the paths it names (values of what it says)."""
+    if "held" not in u.memo:
+        u.memo["held"] = _held(u)
+    return u.memo["held"]  # type: ignore[no-any-return]
+
+
+def _held(u: Unit) -> frozenset[str]:
     return u.values | frozenset(n for n in u.names if "/" in n)
 
 
@@ -284,6 +311,7 @@ _CODE_TOKENS = re.compile(r"\bself\.|\w\((?:[\w\s,=.*\[\]\"']*)\):?\s*$|^\s*(?:@
                           r"|const |let |var |function |public |private |fn |pub |#\[)")
 
 
+@lru_cache(maxsize=65_536)
 def template(text: str) -> str:
     """The unit with its values and digits masked: near-duplicate lines share a template."""
     masked = _VALUE.sub("#", _ADDRESS.sub("#", text.lower()))
@@ -291,13 +319,24 @@ def template(text: str) -> str:
     return " ".join(re.findall(r"[a-z#]+", masked))
 
 
+_LOG_LINE = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d+ \d{2}:)")
+
+
+def log_like(text: str) -> bool:
+    """A timestamped log record: one of a series, which the results index keeps whole."""
+    return bool(_LOG_LINE.match(text))
+
+
 def information(u: Unit) -> float:
-    """How much a unit tells, for the ledger's budget: its distinct concrete tokens, plus one
-    for a relation and one for a status; the same whoever said it (a fact from a probe is worth
-    as much as one from the user), a little more for the agent's own notes, much less for a line
-    of code."""
-    base = len(u.values) + len(u.names) + (1.0 if u.relation else 0.0) + (1.0 if u.status else 0.0)
+    """How much a unit tells, for the ledger's budget: about one fact a line, a little more for
+    each further concrete token (up to four), a relation or a status; the same whoever said it
+    (a fact from a probe is worth as much as one from the user), a little more for the agent's
+    own notes, much less for a line of code or a log record (one of a series the results index
+    keeps whole)."""
+    concrete = len(u.values) + len(u.names)
+    base = (1.0 + 0.5 * min(max(concrete - 1, 0), 4)) if concrete else 0.5
+    base += (0.5 if u.relation else 0.0) + (0.5 if u.status else 0.0)
     weight = 1.2 if u.source == "note" else 1.0
-    if u.source == "tool" and code_like(u.text):
-        weight *= 0.3
-    return max(0.5, base) * weight
+    if u.source == "tool" and (code_like(u.text) or log_like(u.text)):
+        weight *= 0.2
+    return base * weight

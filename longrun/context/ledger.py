@@ -27,6 +27,7 @@ Rules, in the order they apply:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from longrun.context import facts
@@ -195,33 +196,41 @@ def parse(section: str | None) -> tuple[int, list[Entry]]:
 def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
     """The ledger after `new` units, in conversation order, with the rules of the module
     docstring; units kept verbatim elsewhere (`quoted`) supersede what they correct and are then
-    left out."""
-    entries: list[Entry | None] = list(previous)
+    left out. Earlier lines are looked up by key, subject and value, so a fold is linear in the
+    lines, not quadratic."""
+    entries: list[Entry | None] = []
     by_key: dict[tuple[str, frozenset[str]], int] = {}
-    for i, e in enumerate(entries):
-        if e is not None:
-            by_key[e.unit.key] = i
+    near: dict[str, set[int]] = {}  # subject name or held value -> entries that have it
+
+    def add(e: Entry) -> None:
+        i = len(entries)
+        entries.append(e)
+        by_key[e.unit.key] = i
+        for term in facts.subjects(e.unit) | facts.held_values(e.unit):
+            near.setdefault(term, set()).add(i)
+
+    for e in previous:
+        add(e)
     for u in new:
+        nearby = sorted({i for t in facts.subjects(u) | facts.held_values(u) for i in near.get(t, ())
+                         if entries[i] is not None}, reverse=True)
         prior = _same_key(u, by_key, entries)
         final = prior is not None and u.correction and _differs(u, entries[prior])
-        if prior is None and (u.correction or _restates_value(u, entries)):
-            matches = _corrected(u, entries)
+        if prior is None and (u.correction or _restates_value(u, entries, nearby)):
+            matches = _corrected(u, entries, nearby)
             for other in matches[1:]:
                 entries[other] = None
             prior = matches[0] if matches else None
             final = prior is not None and u.correction
         if prior is None:
-            prior = _same_subject(u, entries)
+            prior = _same_subject(u, entries, nearby)
         old_entry = entries[prior] if prior is not None else None
-        if prior is not None:
-            old = entries[prior]
-            assert old is not None
-            if facts.template(old.unit.text) == facts.template(u.text):
-                u.count += old.unit.count
-            final = final or (old.final and not u.correction)
+        if old_entry is not None and prior is not None:
+            if facts.template(old_entry.unit.text) == facts.template(u.text):
+                u.count += old_entry.unit.count
+            final = final or (old_entry.final and not u.correction)
             entries[prior] = None
-        entries.append(Entry(u, final=final, replaced=prior is not None and _differs(u, old_entry)))
-        by_key[u.key] = len(entries) - 1
+        add(Entry(u, final=final, replaced=old_entry is not None and _differs(u, old_entry)))
     return [e for e in entries if e is not None and not e.unit.quoted]
 
 
@@ -236,7 +245,7 @@ def _same_key(u: Unit, by_key: dict[tuple[str, frozenset[str]], int], entries: l
     return i
 
 
-def _restates_value(u: Unit, entries: list[Entry | None]) -> bool:
+def _restates_value(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> bool:
     """The unit repeats a value an earlier line about one of its names stated, beside a new
     value ("backoff 63s, previous 9m"): a correction without a cue word."""
     if not u.names:
@@ -245,10 +254,11 @@ def _restates_value(u: Unit, entries: list[Entry | None]) -> bool:
     if len(held) < 2:
         return False
     return any(e is not None and facts.subjects(e.unit) and facts.subjects(e.unit) <= mine
-               and facts.held_values(e.unit) & held and (held - facts.held_values(e.unit)) for e in entries)
+               and facts.held_values(e.unit) & held and (held - facts.held_values(e.unit))
+               for e in (entries[i] for i in nearby))
 
 
-def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
+def _same_subject(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> int | None:
     """The latest earlier line about the same subjects (and source call) and the same attribute
     (`facts.attributes`, synonyms included, or neither has one) with a value of the same kind
     and another value: the same fact said again in other words, whose latest value wins."""
@@ -258,7 +268,7 @@ def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
         return None
     kinds = facts.value_kinds(mine)
     attrs = facts.attributes(u)
-    for i in range(len(entries) - 1, -1, -1):
+    for i in nearby:
         e = entries[i]
         if e is None:
             continue
@@ -275,7 +285,7 @@ def _same_subject(u: Unit, entries: list[Entry | None]) -> int | None:
     return None
 
 
-def _corrected(u: Unit, entries: list[Entry | None]) -> list[int]:
+def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> list[int]:
     """The earlier entries a correction replaces, best match first: those that share a subject
     name or a value with it, and either hold a value it repeats (the old value: "not 8080",
     "was A") or say the same attribute (`facts.attributes`, synonyms included) with the same
@@ -284,7 +294,7 @@ def _corrected(u: Unit, entries: list[Entry | None]) -> list[int]:
     found: list[tuple[int, int]] = []
     attrs = facts.attributes(u)
     kinds = facts.value_kinds(facts.held_values(u))
-    for i in range(len(entries) - 1, -1, -1):
+    for i in nearby:
         e = entries[i]
         if e is None:
             continue
@@ -312,16 +322,18 @@ def entry_cost(e: Entry) -> int:
 
 def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int, list[Entry]]:
     """The entries that fit `budget` tokens (header and note included): first those that
-    replaced an earlier value, then the most informative per token; returned in conversation
-    order; (facts left out in all, kept entries)."""
+    replaced an earlier value, then the most informative per token (lines of one template, a
+    series, share one line's worth); returned in conversation order; (facts left out in all,
+    kept entries)."""
     header = estimate_text(LEDGER_HEADER) + 2 + 8 * len(GROUPS)
     costs = [entry_cost(e) for e in entries]
     if header + sum(costs) <= budget:
         return left_before, list(entries)
     note = estimate_text(left_out_note(left_before + len(entries))) + 1
     room = budget - header - note
-    ranked = sorted(range(len(entries)), key=lambda i: (not (entries[i].final or entries[i].replaced),
-                                                        -facts.information(entries[i].unit) / costs[i], -i))
+    series = Counter(facts.template(e.unit.text) for e in entries)  # near-identical lines share one's worth
+    worth = [facts.information(e.unit) / series[facts.template(e.unit.text)] / costs[i] for i, e in enumerate(entries)]
+    ranked = sorted(range(len(entries)), key=lambda i: (not (entries[i].final or entries[i].replaced), -worth[i], -i))
     keep: set[int] = set()
     used = 0
     for i in ranked:
