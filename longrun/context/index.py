@@ -80,6 +80,10 @@ def entry(sha: str, tool: str, hint: str) -> str:
     return f"- sha256:{sha[:REF_HEX]} {tool}" + (f" {hint}" if hint else "")
 
 
+STATE_TOOLS = frozenset(("record_decision", "set_next_action", "write_note", "complete_stage"))
+"""longrun's state tools (`longrun/tools/state_tools.py`, checked by a test): what they record
+is in the task state itself (decisions, notes, step, next action) and their results only
+acknowledge it, so neither the index nor the ledger repeats them."""
 SHORT_RESULT_TOKENS = 60
 """A result this short is quoted whole on its index line instead of referenced: its reference
 would be about as long as the result itself."""
@@ -100,9 +104,13 @@ def entries(messages: Sequence[Message], uses: dict[str, ToolUseBlock] | None = 
         for b in m.content:
             if isinstance(b, ToolUseBlock):
                 found[b.id] = b
-            elif isinstance(b, ToolResultBlock):
+            elif isinstance(b, ToolResultBlock) and not _state_tool(b, found.get(b.tool_use_id)):
                 out.append(result_entry(b, found.get(b.tool_use_id)))
     return out
+
+
+def _state_tool(b: ToolResultBlock, use: ToolUseBlock | None) -> bool:
+    return str(extra(b, TOOL_KEY) or (use.name if use else "")) in STATE_TOOLS
 
 
 def result_entry(b: ToolResultBlock, use: ToolUseBlock | None) -> str:
@@ -125,7 +133,7 @@ def message_entry_costs(messages: Sequence[Message]) -> list[int]:
         for b in m.content:
             if isinstance(b, ToolUseBlock):
                 uses[b.id] = b
-            elif isinstance(b, ToolResultBlock):
+            elif isinstance(b, ToolResultBlock) and not _state_tool(b, uses.get(b.tool_use_id)):
                 c += estimate_text(result_entry(b, uses.get(b.tool_use_id))) + 1
         costs.append(c)
     return costs

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 
 from longrun.context import facts
 from longrun.context.facts import Unit
-from longrun.context.index import is_short
+from longrun.context.index import STATE_TOOLS, is_short
 from longrun.context.tokens import estimate_text
 from longrun.context.transcript import is_cleared, result_text
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -117,9 +117,6 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
     return [u for u in out if u.is_fact and not facts.dismissed(u.text)]
 
 
-STATE_TOOLS = frozenset(("record_decision", "set_next_action", "write_note", "complete_stage"))
-"""longrun's state tools (`longrun/tools/state_tools.py`, checked by a test): what they record
-is in the task state itself, and their results only acknowledge it."""
 MAX_QUOTED_RESULT_TOKENS = 1_000
 """Facts are quoted from tool results up to this size (a probe, a status, a config file); larger
 ones (logs, file dumps) are in the results index, whole, behind read_artifact: quoting their
