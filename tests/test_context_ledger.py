@@ -196,3 +196,14 @@ def test_state_tools_listed_for_the_ledger_are_the_registered_ones() -> None:
     registry = default_registry()
     registered = {spec.name for spec in registry.specs(read_only=False) if registry.get(spec.name).kind == "state"}
     assert registered == ledger.STATE_TOOLS
+
+
+def test_a_line_that_replaced_a_quoted_message_names_it_so_the_message_can_be_unquoted() -> None:
+    quoted = facts_mod.analyse("for now winter-api config_path=/ops/a.conf, may change", "user")
+    quoted.quoted, quoted.origin = True, "for now winter-api config_path=/ops/a.conf, may change\nthanks"
+    update = facts_mod.analyse("update — winter-api config path changed from /ops/a.conf to /infra/b.lock", "agent")
+    [entry] = ledger.fold([], [quoted, update])
+    assert entry.unit is update and entry.replaced and entry.replaced_quotes == {quoted.origin}
+    # with no room for that line, the quoted message would read as current: compact unquotes it
+    left, kept = ledger.select([entry], budget=1)
+    assert kept == [] and left == 1

@@ -302,18 +302,27 @@ def _summarize(
     replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
     offered = [t for t in prev.users + user_texts(replaced) if not _is_opening(t, state)]
     users = _cap_users(list(dict.fromkeys(offered)), user_cap)
-    kept_users = set(users)
-    gone_users = [t for t in prev.users if t not in kept_users]
-    units = ledger.note_units(shown_notes(list(state.notes), notes_tokens)[0], prev.facts)
-    units += ledger.units_of([Message.user_text(t) for t in gone_users], {})
-    units += ledger.units_of(original[:cut], hint_of, skip_users=kept_users)
-    units = [u for u in units if not _in_state(u.text, state)]
-    facts = ledger.fold(prev.facts, units)
     lines = index.fold(prev.lines, index.entries(replaced))
-    free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - _users_cost(users)
     body_min = min(BODY_MIN, max_tokens // 2)
-    shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
-    left_out, facts = ledger.select(facts, shared - body_min, prev.left_out)
+    hidden_notes = shown_notes(list(state.notes), notes_tokens)[0]
+    for _ in range(2):
+        kept_users = set(users)
+        gone_users = [t for t in prev.users if t not in kept_users]
+        units = ledger.note_units(hidden_notes, prev.facts)
+        units += ledger.units_of([Message.user_text(t) for t in gone_users], {})
+        units += ledger.units_of(original[:cut], hint_of, skip_users=kept_users)
+        units = [u for u in units if not _in_state(u.text, state)]
+        folded = ledger.fold(prev.facts, units)
+        free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - _users_cost(users)
+        shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
+        left_out, facts = ledger.select(folded, shared - body_min, prev.left_out)
+        # a quoted message whose value was replaced by a line the budget left out would read as
+        # current: quote it no more (its other facts go to the ledger) and fit again, once
+        kept = {id(e) for e in facts}
+        stale = set().union(*(e.replaced_quotes for e in folded if id(e) not in kept))
+        if not stale & set(users):
+            break
+        users = [t for t in users if t not in stale]
     body_tokens = max(body_min, min(max_tokens, shared - ledger.cost(left_out, facts)))
 
     body: str | None = None
@@ -374,6 +383,11 @@ _ACK = re.compile(
 )
 
 
+def _instructs(text: str) -> bool:
+    """A human message with an instruction in it (a line that starts with an imperative)."""
+    return any(facts_mod.INSTRUCTION.search(line) for line in text.splitlines())
+
+
 def _worth_quoting(text: str) -> bool:
     """A human text worth keeping verbatim: anything but a short acknowledgement without a fact
     ("Thanks, noted.", "ok, continue"), which would only spend the budget."""
@@ -397,14 +411,16 @@ def _index_dropped(summary: str | None, dropped: list[Message], original: list[M
 
 
 def _cap_users(texts: list[str], cap: int) -> list[str]:
-    """The human's messages, verbatim, newest first up to `cap` tokens, in their order; short
-    acknowledgements without a fact only in the room the others leave. Those left out stay in
+    """The human's messages, verbatim, newest first up to `cap` tokens, in their order:
+    instructions first, then the others, short acknowledgements without a fact only in the room
+    the rest leave. Those left out stay in
     the transcript, and their facts go to the ledger."""
     kept: set[int] = set()
     used = 0
-    for tier in (True, False):
+    tiers = [2 if _instructs(t) else 1 if _worth_quoting(t) else 0 for t in texts]
+    for tier in (2, 1, 0):
         for i in range(len(texts) - 1, -1, -1):
-            if i in kept or _worth_quoting(texts[i]) is not tier:
+            if i in kept or tiers[i] != tier:
                 continue
             cost = estimate_text(texts[i])
             if used + cost > cap:

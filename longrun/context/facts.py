@@ -68,6 +68,13 @@ STATUS = re.compile(
     r"|passing|green|red|open|queued|deferred|cancell?ed|status)\b|^\s*[-*]?\s*\[[ xX]\]",
     re.I,
 )
+INSTRUCTION = re.compile(
+    r"^\W*(?:(?:please|pls|and|also|so|you|we)\W+)*(?:never|always|must|do not|don't|make sure|ensure|avoid|only ever"
+    r"|under no circumstances|remember to|stop|keep|use|prefer)\b",
+    re.I,
+)
+"""A human's instruction (an imperative at the start of the line: "Never restart ...", "Please
+make sure ..."), which stays verbatim even when it names no value."""
 CORRECTION = re.compile(
     r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed? (?:from|to)|revised?|amended?|instead|rather than"
     r"|no longer|not|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier I said|I said|I meant|make that"
@@ -108,12 +115,16 @@ class Unit:
     names: frozenset[str] = field(default_factory=frozenset)
     words: frozenset[str] = field(default_factory=frozenset)
     relation: bool = False
+    instruction: bool = False
+    """An instruction ("never ...", "make sure ...", "do not ..."): kept even without a value."""
     status: bool = False
     correction: bool = False
     count: int = 1
     quoted: bool = False
     """Kept verbatim elsewhere in the summary (a human message): folded, so that it supersedes
     what it corrects, but not rendered twice."""
+    origin: str = ""
+    """For a quoted unit: the human message it is quoted in."""
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """Derived sets (subjects, held values, attributes, kinds), computed once per unit."""
 
@@ -124,7 +135,7 @@ class Unit:
 
     @property
     def is_fact(self) -> bool:
-        return bool(self.values or self.names) or ((self.relation or self.status) and bool(self.words))
+        return bool(self.values or self.names) or ((self.relation or self.status or self.instruction) and bool(self.words))
 
 
 def split_units(text: str, prose: bool = True) -> list[str]:
@@ -150,7 +161,8 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     values), names (paths, identifiers, acronyms) and content words, and its cues."""
     values, names, words, relation, status, correction = _analysis(text)
     return Unit(text=text, source=source, where=where, order=order, values=values, names=names, words=words,
-                relation=relation, status=status, correction=correction)
+                relation=relation, status=status, correction=correction,
+                instruction=source in ("user", "note") and bool(INSTRUCTION.search(text)))
 
 
 @lru_cache(maxsize=65_536)
@@ -335,7 +347,7 @@ def information(u: Unit) -> float:
     keeps whole)."""
     concrete = len(u.values) + len(u.names)
     base = (1.0 + 0.5 * min(max(concrete - 1, 0), 4)) if concrete else 0.5
-    base += (0.5 if u.relation else 0.0) + (0.5 if u.status else 0.0)
+    base += (0.5 if u.relation else 0.0) + (0.5 if u.status else 0.0) + (0.5 if u.instruction else 0.0)
     weight = 1.2 if u.source == "note" else 1.0
     if u.source == "tool" and (code_like(u.text) or log_like(u.text)):
         weight *= 0.2

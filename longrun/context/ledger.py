@@ -59,12 +59,15 @@ def left_out_note(n: int) -> str:
 class Entry:
     """A ledger line: its unit (analysed), whether it is a correction's final value, its count."""
 
-    __slots__ = ("final", "replaced", "unit")
+    __slots__ = ("final", "replaced", "replaced_quotes", "unit")
 
     def __init__(self, unit: Unit, final: bool = False, replaced: bool = False) -> None:
         self.unit = unit
         self.final = final
         self.replaced = replaced
+        self.replaced_quotes: set[str] = set()
+        """The human messages quoted verbatim whose value this line replaced: if the line does not
+        fit the budget, they must not be quoted either (`compact` unquotes them)."""
         """It replaced an earlier value: the ledger keeps it first, or the older value, still
         quoted verbatim elsewhere, would read as current."""
 
@@ -97,6 +100,7 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
                     order += 1
                     u = facts.analyse(text, source, order=order)
                     u.quoted = quoted
+                    u.origin = b.text if quoted else ""
                     if source == "agent" and _narration(u, known):
                         continue
                     out.append(u)
@@ -211,11 +215,13 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
     for u in new:
         nearby = sorted({i for t in facts.subjects(u) | facts.held_values(u) for i in near.get(t, ())
                          if entries[i] is not None}, reverse=True)
+        gone: list[Entry] = []
         prior = _same_key(u, by_key, entries)
         final = prior is not None and u.correction and _differs(u, entries[prior])
         if prior is None and (u.correction or _restates_value(u, entries, nearby)):
             matches = _corrected(u, entries, nearby)
             for other in matches[1:]:
+                gone.append(entries[other])  # type: ignore[arg-type]
                 entries[other] = None
             prior = matches[0] if matches else None
             final = prior is not None and u.correction
@@ -227,7 +233,11 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
                 u.count += old_entry.unit.count
             final = final or (old_entry.final and not u.correction)
             entries[prior] = None
-        add(Entry(u, final=final, replaced=old_entry is not None and _differs(u, old_entry)))
+            gone.append(old_entry)
+        entry = Entry(u, final=final, replaced=old_entry is not None and _differs(u, old_entry))
+        for g in gone:
+            entry.replaced_quotes |= g.replaced_quotes | ({g.unit.origin} if g.unit.quoted and g.unit.origin else set())
+        add(entry)
     return [e for e in entries if e is not None and not e.unit.quoted]
 
 
@@ -319,17 +329,19 @@ def entry_cost(e: Entry) -> int:
 
 def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int, list[Entry]]:
     """The entries that fit `budget` tokens (header and note included): first those that
-    replaced an earlier value, then the most informative per token (lines of one template, a
-    series, share one line's worth); returned in conversation order; (facts left out in all,
-    kept entries)."""
+    replaced an earlier value, then the most informative per token (lines of one template without
+    a subject of their own, a series, share one line's worth); returned in conversation order;
+    (facts left out in all, kept entries)."""
     header = estimate_text(LEDGER_HEADER) + 2 + 8 * len(GROUPS)
     costs = [entry_cost(e) for e in entries]
     if header + sum(costs) <= budget:
         return left_before, list(entries)
     note = estimate_text(left_out_note(left_before + len(entries))) + 1
     room = budget - header - note
-    series = Counter(facts.template(e.unit.text) for e in entries)  # near-identical lines share one's worth
-    worth = [facts.information(e.unit) / series[facts.template(e.unit.text)] / costs[i] for i, e in enumerate(entries)]
+    # near-identical lines without a subject of their own (only their values vary) share one's worth
+    series = Counter(facts.template(e.unit.text) for e in entries if not facts.subjects(e.unit))
+    worth = [facts.information(e.unit) / (1 if facts.subjects(e.unit) else series[facts.template(e.unit.text)]) / costs[i]
+             for i, e in enumerate(entries)]
     ranked = sorted(range(len(entries)), key=lambda i: (not (entries[i].final or entries[i].replaced), -worth[i], -i))
     keep: set[int] = set()
     used = 0
