@@ -242,7 +242,8 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
 
 
 def _differs(u: Unit, e: Entry | None) -> bool:
-    return e is not None and bool(u.values - e.unit.values)
+    """The unit states a value (or path) the entry did not."""
+    return e is not None and bool(facts.held_values(u) - facts.held_values(e.unit))
 
 
 def _same_key(u: Unit, by_key: dict[tuple[str, frozenset[str]], int], entries: list[Entry | None]) -> int | None:
