@@ -238,7 +238,8 @@ SYNONYMS = {
     "flag": ("flag", "feature", "toggle"),
     "share": ("share", "canary", "percent", "percentage", "rollout"),
     "budget": ("budget", "error"),
-    "backoff": ("backoff", "retry"),
+    "backoff": ("backoff", "retry", "backs", "back"),
+    "timeout": ("timeout", "times", "timed", "time"),
     "date": ("date", "launch", "deadline", "due"),
 }
 """Attribute words of software-project facts that name the same thing ("pages @x" and "on-call
@@ -278,7 +279,17 @@ def subjects(u: Unit) -> frozenset[str]:
 
 
 def _subjects(u: Unit) -> frozenset[str]:
-    return frozenset(n for n in u.names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n)
+    return frozenset(n for n in u.names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n
+                     and not attribute_key(n))
+
+
+def attribute_key(name: str) -> bool:
+    """A lowercase snake_case key made of words, one of them an attribute (launch_date,
+    config_path, error_budget): what a fact says, not who it is about. PARAM_alpha_7 and
+    billing_svc_2 are subjects."""
+    parts = name.split("_")
+    return len(parts) > 1 and all(p.isalpha() and p.islower() for p in parts) and any(
+        p in _CANON or _stem(p) in _CANON for p in parts)
 
 
 def held_values(u: Unit) -> frozenset[str]:
