@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention")
+ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation")
 
 
 def _runner(name: str) -> Callable[[], Section]:
@@ -42,6 +42,10 @@ def _runner(name: str) -> Callable[[], Section]:
         from bench import orchestration
 
         return orchestration.run
+    if name == "retention_ablation":
+        from bench.retention import ablation
+
+        return ablation.run
     if name == "retention":
         from bench.retention import run as retention
 
@@ -74,7 +78,7 @@ def markdown(sections: list[Section], command: str, total: float, info: dict[str
         "# Benchmarks",
         "",
         "Written by `make bench` (`python -m bench.run`, source in `bench/`); every figure below was measured in "
-        "the run that wrote this file. Targets are the issues' (7; 12 for orchestration); each figure is printed with its ratio to its floor or "
+        "the run that wrote this file. Targets are the issues' (7; 12 for orchestration; 13 for retention); each figure is printed with its ratio to its floor or "
         "reference.",
         "",
         f"- command: `{command}`",
