@@ -240,7 +240,7 @@ SYNONYMS = {
     "budget": ("budget", "error"),
     "backoff": ("backoff", "retry", "backs", "back"),
     "timeout": ("timeout", "times", "timed", "time"),
-    "date": ("date", "launch", "deadline", "due"),
+    "date": ("date", "launch", "launches", "deadline", "due", "live", "goes", "ships", "cutover"),
 }
 """Attribute words of software-project facts that name the same thing ("pages @x" and "on-call
 handle is @y"): a correction that says it one way replaces the line that said it the other."""

@@ -188,6 +188,9 @@ def _report(
     out(f"{len(points)} model requests; {len(compactions)} compactions "
         f"({sum(1 for c in compactions if c.lossy)} with a summary); largest request "
         f"{render.tokens(max((p.tokens for p in points), default=0))} of {render.tokens(limit)}")
+    over, right_after = over_trigger(points, trigger)
+    out(f"{over} of {len(points)} requests over the trigger ({render.tokens(trigger)}); "
+        f"{right_after} of them right after a compaction")
     image = home / "demo-context.svg"
     image.write_text(render.svg_chart(points, limit=limit, trigger=trigger,
                                       title=f"longrun demo {run_id}: request size per model call"))
@@ -227,6 +230,13 @@ def _final_text(store: Store, run_id: str) -> str:
         if entry.role == "assistant" and entry.message.text().strip():
             return entry.message.text().strip()
     return ""
+
+
+def over_trigger(points: list[render.Point], trigger: int) -> tuple[int, int]:
+    """(requests over the trigger, those of them sent right after a compaction): a compaction
+    that leaves the next request over the trigger did not free enough (thrashing)."""
+    over = [i for i, p in enumerate(points) if p.tokens > trigger]
+    return len(over), sum(1 for i in over if i > 0 and points[i - 1].compacted_after)
 
 
 def context_points(records: list[AuditRecord]) -> list[render.Point]:
