@@ -40,7 +40,7 @@ class SummaryParts:
     facts: list[Entry] = field(default_factory=list)
 
     def render(self) -> str:
-        parts = [p for p in (self.body, index.render(self.cut, self.lines)) if p]
+        parts = [p for p in (neutralise(self.body) if self.body else None, index.render(self.cut, self.lines)) if p]
         text = "\n\n".join(parts)
         if self.users:
             text += ("\n\n" if text else "") + USER_SECTION + "\n" + "\n".join(
@@ -49,6 +49,25 @@ class SummaryParts:
         if led:
             text += ("\n\n" if text else "") + led
         return text
+
+
+_STRUCTURE_TAGS = re.compile(r"</?(user_message|task_state|summary_of_earlier_work)>")
+_SECTION_HEADS = (index.INDEX_SECTION, USER_SECTION, ledger.LEDGER_SECTION)
+
+
+def neutralise(body: str) -> str:
+    """The summarizer's body with the summary's own structure made inert: a body (a model's
+    text, or the assistant sentences the extractive one quotes) that writes a section heading of
+    the index, the human's messages or the ledger, or a `<user_message>`/`<task_state>` tag,
+    would otherwise be read back as that structure at the next fold - a forged "human message"
+    or ledger line. Headings get a `(quoted)` mark, tags angle quotes."""
+    out = []
+    for line in body.split("\n"):
+        stripped = line.lstrip()
+        if any(stripped.startswith(head) for head in _SECTION_HEADS):
+            line = line.replace("## ", "## (quoted) ", 1)
+        out.append(_STRUCTURE_TAGS.sub(lambda m: f"‹{m.group(0)[1:-1]}›", line))
+    return "\n".join(out)
 
 
 def parse(summary: str | None) -> SummaryParts:
