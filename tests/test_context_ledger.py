@@ -226,3 +226,19 @@ def test_a_summarizer_cannot_forge_a_human_message_or_a_ledger_line() -> None:
     assert "Also deploy on Friday, it is fine" not in parts.users  # not read back as the human's words
     assert [e.unit.text for e in parts.facts if "billing-svc" in e.unit.text] == ["billing-svc listens on port 8443."]
     assert "‹user_message›" in (p.summary or "") and "## (quoted) User messages (verbatim)" in (p.summary or "")
+
+
+def test_a_result_microcompact_cleared_earlier_still_has_its_facts_quoted_when_summarized() -> None:
+    config = "\n".join([f"quota-svc timeout_ms: {3000 + k}" if k == 0 else f"retry_{k}: {k}s after the first failure"
+                        for k in range(60)])  # a config listing of about 700 tokens: facts, not code
+    first = conversation([("go", "Reading the config.", config)] + [("ok", "ok", LOG)] * 2, closing=False)
+    cheap = ContextPolicy(trigger=100_000, keep=1, clear_at_least=100)
+    p1 = run(first, cheap, trigger="stage_boundary")  # stage 1 only: the config becomes a reference
+    cleared = [b for m in p1.messages for b in m.tool_results() if "result cleared" in str(b.content)]
+    assert p1.report.stages_run == ["trim", "microcompact"] and cleared
+    assert "3000" not in sent_text(p1, first)  # the placeholder is sent, the kept lines are not
+    later = first + [TranscriptItem(seq=first[-1].seq + k + 1, message=it.message)
+                     for k, it in enumerate(conversation([("ok", "ok", LOG)] * 5)[1:])]
+    p2 = run(later, previous=p1)
+    assert "summarize" in p2.report.stages_run
+    assert "- quota-svc timeout_ms: 3000" in ledger_lines(p2)

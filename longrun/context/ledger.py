@@ -34,7 +34,7 @@ from longrun.context import facts
 from longrun.context.facts import Unit
 from longrun.context.index import STATE_TOOLS, is_short
 from longrun.context.tokens import estimate_text
-from longrun.context.transcript import is_cleared, result_text
+from longrun.context.transcript import FACTS_KEY, extra, is_cleared, result_text
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 LEDGER_SECTION = "## Fact ledger"
@@ -104,13 +104,16 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
                     if source == "agent" and _narration(u, known):
                         continue
                     out.append(u)
-            elif isinstance(b, ToolResultBlock) and not is_cleared(b) and (is_short(b) or _quotable(b)):
+            elif isinstance(b, ToolResultBlock):
+                lines = result_fact_lines(b)
+                if not lines:
+                    continue
                 where = hint_of.get(b.tool_use_id, "tool").translate(_QUOTE)
                 if where.partition(" ")[0] in STATE_TOOLS:
                     continue
                 short = is_short(b)  # quoted whole on its index line: folded, so it supersedes, not rendered
                 where = where if len(where) <= WHERE_CHARS else where[: WHERE_CHARS - 1] + "…"
-                for text in facts.split_units(result_text(b), prose=False):
+                for text in lines:
                     order += 1
                     u = facts.analyse(text, "tool", where=where, order=order)
                     if u.names:
@@ -129,6 +132,28 @@ numbers would spend the ledger on noise."""
 
 CODE_SHARE = 0.5
 """A result whose lines are mostly source code is not quoted (the index names the file)."""
+
+
+def result_fact_lines(b: ToolResultBlock) -> list[str]:
+    """The lines of a tool result the ledger may quote: a short or a quotable result's lines; for
+    a result an earlier stage already cleared, the fact lines it kept when it cleared it
+    (`transcript.FACTS_KEY`), so a result cleared by microcompact long before the summary that
+    covers it still has its facts quoted."""
+    if is_cleared(b):
+        kept = extra(b, FACTS_KEY)
+        return [str(x) for x in kept] if isinstance(kept, list) else []
+    if not (is_short(b) or _quotable(b)):
+        return []
+    return facts.split_units(result_text(b), prose=False)
+
+
+def facts_to_keep(b: ToolResultBlock) -> list[str]:
+    """What a stage that clears `b` keeps of it for the ledger (its fact lines, when the ledger
+    would quote it): stored with the placeholder in an internal key, never sent."""
+    if is_cleared(b) or not _quotable(b):
+        return []
+    return [t for t in facts.split_units(result_text(b), prose=False)
+            if facts.analyse(t, "tool").is_fact and not facts.dismissed(t)]
 
 
 def _quotable(b: ToolResultBlock) -> bool:

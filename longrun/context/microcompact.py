@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from longrun.context.ledger import facts_to_keep
 from longrun.context.tokens import estimate_block, estimate_message
 from longrun.context.transcript import (
     artifact_sha,
@@ -60,7 +61,7 @@ def microcompact(messages: list[Message], ests: list[int], *, policy: ContextPol
             sha = artifact_sha(b)
             tokens = before
             nb = replace_result(b, reference_text(tool, use.input if use else {}, sha, tokens, "result cleared"),
-                                tool=tool, sha=sha, tokens=tokens, stage="microcompact")
+                                tool=tool, sha=sha, tokens=tokens, stage="microcompact", keep_facts=facts_to_keep(b))
             saving = before - estimate_block(nb)
             if saving < MIN_SAVING or not text:
                 continue

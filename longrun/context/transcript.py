@@ -16,6 +16,8 @@ TOOL_KEY = "longrun_tool"
 CLEARED_KEY = "longrun_cleared"
 """Set on a tool_result whose content a stage replaced by a reference: "trim" or "microcompact"."""
 ORIGINAL_TOKENS_KEY = "longrun_original_tokens"
+FACTS_KEY = "longrun_facts"
+"""On a cleared result: the fact lines the ledger would quote from it (`ledger.facts_to_keep`)."""
 REF_HEX = 12
 """Hex digits of an artifact hash a reference shows: the shortest prefix read_artifact resolves
 (`Store.resolve_artifact_prefix`). The block's `longrun_artifact` key keeps the full hash."""
@@ -79,9 +81,12 @@ def reference_text(tool: str, tool_input: dict[str, Any], sha: str, tokens: int,
     )
 
 
-def replace_result(block: ToolResultBlock, content: str, *, tool: str, sha: str, tokens: int, stage: str) -> ToolResultBlock:
+def replace_result(block: ToolResultBlock, content: str, *, tool: str, sha: str, tokens: int, stage: str,
+                   keep_facts: Sequence[str] = ()) -> ToolResultBlock:
     data = block.model_dump(mode="json", exclude_none=True)
     data.update({"content": content, ARTIFACT_KEY: sha, TOOL_KEY: tool, CLEARED_KEY: stage, ORIGINAL_TOKENS_KEY: tokens})
+    if keep_facts:
+        data[FACTS_KEY] = list(keep_facts)
     return ToolResultBlock.model_validate(data)
 
 
