@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,7 @@ def test_human_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = cli([str(t), "--budget", "8000"], capsys)
     assert code == 0
     assert "tokens after (est.)" in out and "outcome" in out and "cleared results" in out
+    assert re.search(r"fact ledger +\d+ lines quoted, \d+ left out for size", out)
 
 
 def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -177,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         ("results cleared", r["cleared_results"]),
         ("messages summarized", r["messages_summarized"]),
         ("summary tokens", f"{r['summary_tokens']} ({r['summary_source']})"),
+        ("fact ledger", f"{r['ledger_facts']} lines quoted, {r['ledger_left_out']} left out for size"),
         ("tail kept", f"{r['tail_messages']} messages, {r['tail_tokens']} tokens"),
         ("dropped", r["dropped_messages"]),
         ("outcome", r["outcome"]),
