@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,8 @@ class SecretPattern:
     kind: str
     regex: re.Pattern[str]
     hints: tuple[str, ...] = ()
+    substitute: Callable[[str], str] | None = None
+    """Replaces this kind's matches in a text itself, where one `regex.sub` would not be linear."""
 
 
 def _p(kind: str, pattern: str, hints: tuple[str, ...] = (), flags: int = 0) -> SecretPattern:
@@ -48,10 +50,13 @@ _E = r"(?![A-Za-z0-9_\-])"
 # An assignment: `KEY = value`, `KEY: value`, `"KEY": "value"`, `KEY=value` (not `==`, `!=`, `<=`).
 _ASSIGN = r"""["']?\s*(?<![=!<>])(?::|=)(?!=)\s*"""
 # A quoted literal, or an unquoted value with a digit or symbol in it (so `token=self.token` and
-# `password: str` are left alone) and no call/subscript/brace syntax.
+# `password: str` are left alone) and no call/subscript/brace syntax. The digit or symbol must come
+# within the value's first _SYMBOL_WITHIN characters: an unbounded look-ahead rescans the rest of a
+# token from every keyword in it, and `pwd:pwd:pwd:...` made redaction quadratic.
+_SYMBOL_WITHIN = 64
 _VALUE = (
     r"""(?:(?P<q>["'])(?P<secret>[^"'\r\n\[\]{}$<>]{4,})(?P=q)"""
-    r"""|(?P<secret2>(?=[^\s"'`,;&()\[\]{}<>$]*[0-9!@#%^*+/=~])[^\s"'`,;&()\[\]{}<>$]{4,}))"""
+    rf"""|(?P<secret2>(?=[^\s"'`,;&()\[\]{{}}<>$]{{0,{_SYMBOL_WITHIN - 1}}}[0-9!@#%^*+/=~])[^\s"'`,;&()\[\]{{}}<>$]{{4,}}))"""
 )
 
 
@@ -61,12 +66,43 @@ def _assignment(kind: str, keys: str, hints: tuple[str, ...]) -> SecretPattern:
     return _p(kind, rf"(?:{keys}){_ASSIGN}{_VALUE}", hints, re.IGNORECASE)
 
 
+_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----")
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY-----")
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s]*")
+
+
+def _redact_private_keys(text: str) -> str:
+    """Each private key block, from its BEGIN line to the first END line after it, or, with no END
+    line (a truncated block), through the base64 that follows.
+
+    Not one regex: `BEGIN(?:[\\s\\S]*?END|...)` rescans to the end of the text from every BEGIN
+    line whose END is missing, which is quadratic (8,000 BEGIN lines took 29 s). Here the next END
+    is looked up once and reused while it lies ahead, so the text is scanned a bounded number of
+    times."""
+    out: list[str] = []
+    pos = 0
+    end: re.Match[str] | None = None
+    searched_from = -1  # `end` is the first END at or after this offset (None: there is none)
+    label = "[REDACTED:private_key]"
+    while (begin := _PEM_BEGIN.search(text, pos)) is not None:
+        body = begin.end()
+        if searched_from < 0 or (end is not None and end.start() < body):
+            end, searched_from = _PEM_END.search(text, body), body
+        if end is not None:
+            stop = end.end()
+        else:
+            body_run = _PEM_BODY.match(text, body)
+            stop = body_run.end() if body_run else body
+        out += (text[pos : begin.start()], label)
+        pos = stop
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
-    _p(
-        "private_key",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s]*)",
-        ("private key-----",),
-    ),
+    SecretPattern("private_key", _PEM_BEGIN, ("private key-----",), substitute=_redact_private_keys),
     _p("anthropic_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _E, ("sk-ant-",)),
     _p("openai_key", _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _E, ("sk-",)),
     _p("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])", ("akia", "asia", "abia", "acca")),
@@ -166,7 +202,10 @@ class Redactor:
                     lowered = text.lower()
                 if not any(h in lowered for h in pat.hints):
                     continue
-            new = pat.regex.sub(functools.partial(_replace, pat.kind), text)
+            if pat.substitute is not None:
+                new = pat.substitute(text)
+            else:
+                new = pat.regex.sub(functools.partial(_replace, pat.kind), text)
             if new != text:
                 text, lowered = new, None
         return text
