@@ -1,5 +1,13 @@
 """`grep`: a Python regex over the workspace's text files, `relpath:lineno:line` per match.
 
+The pattern is the model's, so it may backtrack catastrophically (`(a|aa)+$` on forty `a`s and a
+`!`). It runs on the `regex` package rather than `re` for two reasons: `timeout=` stops a search
+at the call's deadline (GREP_TIME_LIMIT seconds for the whole call), and `concurrent=True`
+releases the GIL while it matches, so the activity's heartbeat thread and the other runs on the
+worker keep going. `regex` takes `re`'s syntax (its VERSION0 default), so the tool's contract, "a
+Python regular expression", holds; RE2 would have been linear but drops backreferences and
+look-arounds, and a subprocess per call (ripgrep is not on every machine) costs a process per call.
+
 Symlinked directories are not followed and symlinked files that resolve outside the workspace
 are skipped, so a search never reads outside it. Binary files (a NUL byte in the first 8 KiB)
 are skipped; over-long lines are searched in their first MAX_LINE_BYTES bytes only.
@@ -9,10 +17,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import regex
 
 from longrun.errors import ToolError
 from longrun.tools._text import bounded_lines, decode, looks_binary
@@ -23,6 +33,16 @@ from longrun.tools.paths import SKIP_DIRS, confine
 MAX_MATCHES = 500
 MAX_SHOWN_LINE = 1000
 """A matching line is shown up to this many characters."""
+GREP_TIME_LIMIT = 10.0
+"""Seconds one grep call may take, matching included; past it the call is an error for the model."""
+
+
+def _too_slow(rel: str, lineno: int) -> ToolError:
+    return ToolError(
+        f"grep stopped after its {GREP_TIME_LIMIT:g} s limit (at {rel}:{lineno}): the pattern is too slow. "
+        "Simplify it (no nested or overlapping repetition such as (a+)+ or (a|aa)+; anchor it or use a "
+        "literal prefix) or narrow the path or the glob"
+    )
 
 
 def _files(root: Path, start: Path) -> Iterator[Path]:
@@ -52,9 +72,10 @@ def _glob_matches(glob: str, rel: str) -> bool:
 def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = args.get("path", ".")
     glob = args.get("glob")
+    deadline = time.monotonic() + GREP_TIME_LIMIT
     try:
-        regex = re.compile(args["pattern"])
-    except re.error as exc:
+        rx = regex.compile(args["pattern"])
+    except regex.error as exc:
         raise ToolError(f"'pattern' is not a valid Python regular expression: {exc}") from exc
     root = ctx.workspace.resolve()
     start = confine(ctx.workspace, path)
@@ -73,7 +94,14 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
                 f.seek(0)
                 for lineno, (raw, _cut) in enumerate(bounded_lines(f), start=1):
                     line, _ = decode(raw)
-                    if regex.search(line):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise _too_slow(rel, lineno)
+                    try:
+                        found = rx.search(line, timeout=left, concurrent=True)
+                    except TimeoutError:
+                        raise _too_slow(rel, lineno) from None
+                    if found:
                         if len(out) >= MAX_MATCHES:
                             capped = True
                             break
