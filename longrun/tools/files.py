@@ -120,11 +120,14 @@ def _patch_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     refusal = _write_check(args, ctx)
     if refusal:
         return refusal
-    target = confine(ctx.workspace, args.get("path", ""))
+    path = args.get("path", "")
+    target = confine(ctx.workspace, path)
     try:
-        text = target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"cannot read {args.get('path')!r} to check the patch: {exc}"
+        text = _read_text_for_patch(target, path)  # the tool's own size cap, checked before reading
+    except ToolError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"cannot read {path!r} to check the patch: {exc}"
     n = count_occurrences(text, args.get("old", ""))
     if n != 1:
         return f"the text to replace occurs {n} times in {args.get('path')!r} now (exactly 1 needed); read the file again"
@@ -314,13 +317,15 @@ WRITE_FILE = Tool(
 
 
 def count_occurrences(text: str, sub: str) -> int:
-    """Occurrences of `sub` in `text`, overlapping ones included ("aa" is twice in "aaa")."""
+    """How often `sub` occurs in `text`, in linear time: 0 and 1 are exact with overlapping
+    occurrences included ("aa" is not once in "aaa"); a larger number counts the non-overlapping
+    ones. That is what "exactly once" needs; counting every overlapping occurrence with a find
+    loop is O(n*m) on periodic text ("a" * m in "a" * n)."""
     if not sub:
         return 0
-    n, i = 0, text.find(sub)
-    while i != -1:
-        n += 1
-        i = text.find(sub, i + 1)
+    n = text.count(sub)
+    if n == 1 and text.find(sub, text.find(sub) + 1) != -1:
+        return 2
     return n
 
 
@@ -328,7 +333,10 @@ def _read_text_for_patch(target: Path, path: str) -> str:
     if not target.is_file():
         raise ToolError(f"no such file {path!r} in the workspace; apply_patch edits existing files")
     if target.stat().st_size > MAX_PATCH_FILE_BYTES:
-        raise ToolError(f"{path!r} is larger than {MAX_PATCH_FILE_BYTES} bytes; apply_patch will not load it")
+        raise ToolError(
+            f"{path!r} is larger than {MAX_PATCH_FILE_BYTES} bytes; apply_patch will not load it: "
+            "change it with a command the run allows, or ask for the edit to be made by hand"
+        )
     try:
         return target.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
