@@ -8,13 +8,11 @@ computed once per call and updated only for the messages a stage changes.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from longrun.context import facts as facts_mod
-from longrun.context import index, layout, ledger
+from longrun.context import humans, index, layout, ledger
 from longrun.context.enforce import choose_cut, tail_floor
 from longrun.context.layout import user_texts
 from longrun.context.microcompact import microcompact
@@ -259,7 +257,7 @@ def _summarize(
 
     Budget, by information rather than by age: the tail kept verbatim is sized in tokens
     (`tail_tokens`, less when the target needs it), cut at a turn boundary that splits no tool
-    pair, holding at least `min_tail_turns` turns when that still fits under the hard limit, and
+    pair, holding at least `min_tail_turns` turns when the target still holds with them, and
     only as large as leaves room for the whole ledger; the ledger then takes what it needs (its
     least informative lines go first when even the smallest tail leaves too little), and the
     body gets the rest, up to `max_summary_tokens`. The open tool cycle is always in the tail."""
@@ -286,7 +284,7 @@ def _summarize(
     user_cap = min(max(2_000, policy.tail_tokens // 2), max(200, compactable // 5))
     body_floor = min(max_tokens, BODY_FLOOR)
     overhead = 2 * MESSAGE_OVERHEAD + BLOCK_OVERHEAD + 40
-    carried = index.cost(prev.cut, prev.lines) + ledger.cost(prev.left_out, prev.facts) + _users_cost(prev.users)
+    carried = index.cost(prev.cut, prev.lines) + ledger.cost(prev.left_out, prev.facts) + humans.cost(prev.users)
     allowance = body_floor + min(user_cap, carried) + carried + overhead
     room = target_est - fixed - allowance
     cut = next((c for c in valid if suffix[c] <= policy.tail_tokens and suffix[c] + grown[c] <= room), valid[-1])
@@ -300,8 +298,8 @@ def _summarize(
 
     replaced = view[:cut]
     replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
-    offered = [t for t in prev.users + user_texts(replaced) if not _is_opening(t, state)]
-    users = _cap_users(list(dict.fromkeys(offered)), user_cap)
+    offered = [t for t in prev.users + user_texts(replaced) if not humans.is_opening(t, state)]
+    users = humans.cap(list(dict.fromkeys(offered)), user_cap)
     lines = index.fold(prev.lines, index.entries(replaced))
     body_min = min(BODY_MIN, max_tokens // 2)
     hidden_notes = shown_notes(list(state.notes), notes_tokens)[0]
@@ -311,9 +309,9 @@ def _summarize(
         units = ledger.note_units(hidden_notes, prev.facts)
         units += ledger.units_of([Message.user_text(t) for t in gone_users], {})
         units += ledger.units_of(original[:cut], hint_of, skip_users=kept_users)
-        units = [u for u in units if not _in_state(u.text, state)]
+        units = [u for u in units if not humans.in_state(u.text, state)]
         folded = ledger.fold(prev.facts, units)
-        free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - _users_cost(users)
+        free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - humans.cost(users)
         shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
         left_out, facts = ledger.select(folded, shared - body_min, prev.left_out)
         # a quoted message whose value was replaced by a line the budget left out would read as
@@ -351,49 +349,11 @@ def _summarize(
     return full, cut
 
 
-def _is_opening(text: str, state: TaskState) -> bool:
-    """The run's first message as `opening.opening_message` writes it: the objective and the
-    constraints, which the task state block carries verbatim in every request anyway (its
-    other lines, the allowed commands and the workspace, go to the ledger)."""
-    return text.startswith(f"Objective: {state.objective}")
-
-
-def _in_state(line: str, state: TaskState) -> bool:
-    """A line that only restates the task state's objective or one of its constraints."""
-    bare = line.removeprefix("- ").removeprefix("Objective: ").removeprefix("New constraint from the user: ").strip()
-    return bool(bare) and (bare == " ".join(state.objective.split()) or bare in state.constraints)
-
-
 BODY_FLOOR = 300
 """Tokens the summarizer's body is planned for when the tail is sized."""
 BODY_MIN = 150
 """Tokens the body gets at least, whatever the ledger needs: the goal, the next step and the
 newest progress lines."""
-
-
-def _users_cost(texts: Sequence[str]) -> int:
-    return sum(estimate_text(t) + 8 for t in texts)
-
-
-_ACK = re.compile(
-    r"^\W*(?:ok(?:ay)?|k|thanks?(?: you)?|thx|ty|cheers|noted|got it|sounds good|great|perfect|cool|nice|sure|yes|yep|yeah"
-    r"|will do|continue|go on|go ahead|carry on|keep going|lgtm|understood|ack(?:nowledged)?|roger|fine|good|alright"
-    r"|right|makes sense|agreed|np|no problem)\b",
-    re.I,
-)
-
-
-def _instructs(text: str) -> bool:
-    """A human message with an instruction in it (a line that starts with an imperative)."""
-    return any(facts_mod.INSTRUCTION.search(line) for line in text.splitlines())
-
-
-def _worth_quoting(text: str) -> bool:
-    """A human text worth keeping verbatim: anything but a short acknowledgement without a fact
-    ("Thanks, noted.", "ok, continue"), which would only spend the budget."""
-    if len(text) > 160 or not _ACK.match(text):
-        return True
-    return any(u.is_fact for u in (facts_mod.analyse(t, "user") for t in facts_mod.split_units(text)))
 
 
 def _index_dropped(summary: str | None, dropped: list[Message], original: list[Message], uses: dict[str, Any]) -> str | None:
@@ -410,21 +370,3 @@ def _index_dropped(summary: str | None, dropped: list[Message], original: list[M
     return parts.render()
 
 
-def _cap_users(texts: list[str], cap: int) -> list[str]:
-    """The human's messages, verbatim, newest first up to `cap` tokens, in their order:
-    instructions first, then the others, short acknowledgements without a fact only in the room
-    the rest leave. Those left out stay in
-    the transcript, and their facts go to the ledger."""
-    kept: set[int] = set()
-    used = 0
-    tiers = [2 if _instructs(t) else 1 if _worth_quoting(t) else 0 for t in texts]
-    for tier in (2, 1, 0):
-        for i in range(len(texts) - 1, -1, -1):
-            if i in kept or tiers[i] != tier:
-                continue
-            cost = estimate_text(texts[i])
-            if used + cost > cap:
-                continue
-            kept.add(i)
-            used += cost
-    return [t for i, t in enumerate(texts) if i in kept]

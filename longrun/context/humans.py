@@ -1,0 +1,75 @@
+"""The human's messages in a summary: which are quoted verbatim, in what order, and which lines
+only restate the task state.
+
+The summary keeps the human's own words byte for byte (a model summary may paraphrase; this part
+is never delegated), within a cap: instructions first, then other messages, newest first; short
+acknowledgements without a fact ("Thanks, noted.") only in the room the rest leave. A message that
+does not fit still has its fact lines quoted in the ledger.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from longrun.context import facts
+from longrun.context.tokens import estimate_text
+from longrun.models.state import TaskState
+
+
+def is_opening(text: str, state: TaskState) -> bool:
+    """The run's first message as `opening.opening_message` writes it: the objective and the
+    constraints, which the task state block carries verbatim in every request anyway (its
+    other lines, the allowed commands and the workspace, go to the ledger)."""
+    return text.startswith(f"Objective: {state.objective}")
+
+
+def in_state(line: str, state: TaskState) -> bool:
+    """A line that only restates the task state's objective or one of its constraints."""
+    bare = line.removeprefix("- ").removeprefix("Objective: ").removeprefix("New constraint from the user: ").strip()
+    return bool(bare) and (bare == " ".join(state.objective.split()) or bare in state.constraints)
+
+
+def cost(texts: Sequence[str]) -> int:
+    """Tokens the quoted messages take, their tags included."""
+    return sum(estimate_text(t) + 8 for t in texts)
+
+
+ACK = re.compile(
+    r"^\W*(?:ok(?:ay)?|k|thanks?(?: you)?|thx|ty|cheers|noted|got it|sounds good|great|perfect|cool|nice|sure|yes|yep|yeah"
+    r"|will do|continue|go on|go ahead|carry on|keep going|lgtm|understood|ack(?:nowledged)?|roger|fine|good|alright"
+    r"|right|makes sense|agreed|np|no problem)\b",
+    re.I,
+)
+
+
+def instructs(text: str) -> bool:
+    """A human message with an instruction in it (a line that starts with an imperative)."""
+    return any(facts.INSTRUCTION.search(line) for line in text.splitlines())
+
+
+def worth_quoting(text: str) -> bool:
+    """A human text worth keeping verbatim: anything but a short acknowledgement without a fact
+    ("Thanks, noted.", "ok, continue"), which would only spend the budget."""
+    if len(text) > 160 or not ACK.match(text):
+        return True
+    return any(u.is_fact for u in (facts.analyse(t, "user") for t in facts.split_units(text)))
+
+
+def cap(texts: list[str], tokens: int) -> list[str]:
+    """The human's messages, verbatim, newest first up to `tokens`, in their order: instructions
+    first, then the others, short acknowledgements without a fact only in the room the rest
+    leave. Those left out stay in the transcript, and their facts go to the ledger."""
+    kept: set[int] = set()
+    used = 0
+    tiers = [2 if instructs(t) else 1 if worth_quoting(t) else 0 for t in texts]
+    for tier in (2, 1, 0):
+        for i in range(len(texts) - 1, -1, -1):
+            if i in kept or tiers[i] != tier:
+                continue
+            need = estimate_text(texts[i])
+            if used + need > tokens:
+                continue
+            kept.add(i)
+            used += need
+    return [t for i, t in enumerate(texts) if i in kept]
