@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation")
+ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation", "redaction")
 
 
 def _runner(name: str) -> Callable[[], Section]:
@@ -50,6 +50,10 @@ def _runner(name: str) -> Callable[[], Section]:
         from bench.retention import run as retention
 
         return retention.run
+    if name == "redaction":
+        from bench import redaction
+
+        return redaction.run
     raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(ORDER)}")
 
 
