@@ -12,6 +12,7 @@ with its reason printed and written; the others still run.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -25,36 +26,20 @@ ROOT = Path(__file__).resolve().parents[1]
 ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation", "redaction")
 
 
+MODULES = {
+    "synthetic": "bench.synthetic", "real_sessions": "bench.real_sessions", "store": "bench.store",
+    "orchestration": "bench.orchestration", "retention": "bench.retention.run",
+    "retention_ablation": "bench.retention.ablation", "redaction": "bench.redaction",
+}
+"""Each benchmark's module (its `run() -> Section`), imported only when it runs: some need
+extras (the peer's SDK) that the others do not."""
+
+
 def _runner(name: str) -> Callable[[], Section]:
-    if name == "synthetic":
-        from bench import synthetic
-
-        return synthetic.run
-    if name == "real_sessions":
-        from bench import real_sessions
-
-        return real_sessions.run
-    if name == "store":
-        from bench import store
-
-        return store.run
-    if name == "orchestration":
-        from bench import orchestration
-
-        return orchestration.run
-    if name == "retention_ablation":
-        from bench.retention import ablation
-
-        return ablation.run
-    if name == "retention":
-        from bench.retention import run as retention
-
-        return retention.run
-    if name == "redaction":
-        from bench import redaction
-
-        return redaction.run
-    raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(ORDER)}")
+    if name not in MODULES:
+        raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(ORDER)}")
+    run: Callable[[], Section] = importlib.import_module(MODULES[name]).run
+    return run
 
 
 def _load() -> str:
