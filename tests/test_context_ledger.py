@@ -242,3 +242,4 @@ def test_a_result_microcompact_cleared_earlier_still_has_its_facts_quoted_when_s
     p2 = run(later, previous=p1)
     assert "summarize" in p2.report.stages_run
     assert "- quota-svc timeout_ms: 3000" in ledger_lines(p2)
+

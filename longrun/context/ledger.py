@@ -238,8 +238,11 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
     for e in previous:
         add(e)
     for u in new:
+        if u.source == "note":  # the agent's own record: kept as written, never replaced by a guess
+            add(Entry(u))
+            continue
         nearby = sorted({i for t in facts.subjects(u) | facts.held_values(u) for i in near.get(t, ())
-                         if entries[i] is not None}, reverse=True)
+                         if (seen := entries[i]) is not None and seen.unit.source != "note"}, reverse=True)
         gone: list[Entry] = []
         prior = _same_key(u, by_key, entries)
         final = prior is not None and u.correction and _differs(u, entries[prior])
@@ -355,7 +358,8 @@ def entry_cost(e: Entry) -> int:
 
 def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int, list[Entry]]:
     """The entries that fit `budget` tokens (header and note included): first those that
-    replaced an earlier value, then the most informative per token (lines of one template without
+    replaced an earlier value and the task notes the state block no longer shows (the agent's
+    own record, which it reads back here), then the most informative per token (lines of one template without
     a subject of their own, a series, share one line's worth); returned in conversation order;
     (facts left out in all, kept entries)."""
     header = estimate_text(LEDGER_HEADER) + 2 + 8 * len(GROUPS)
@@ -368,7 +372,8 @@ def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int
     series = Counter(facts.template(e.unit.text) for e in entries if not facts.subjects(e.unit))
     worth = [facts.information(e.unit) / (1 if facts.subjects(e.unit) else series[facts.template(e.unit.text)]) / costs[i]
              for i, e in enumerate(entries)]
-    ranked = sorted(range(len(entries)), key=lambda i: (not (entries[i].final or entries[i].replaced), -worth[i], -i))
+    first = [e.final or e.replaced or e.unit.source == "note" for e in entries]
+    ranked = sorted(range(len(entries)), key=lambda i: (not first[i], -worth[i], -i))
     keep: set[int] = set()
     used = 0
     for i in ranked:

@@ -24,7 +24,10 @@ _BLOCK_RE = re.compile(re.escape(OPEN_TAG) + r"\s*(.*?)\s*" + re.escape(CLOSE_TA
 
 
 NOTES_SHARE = 30
-"""Notes may take 1/NOTES_SHARE of a request's hard limit (200 to 2,000 tokens)."""
+"""Notes may take 1/NOTES_SHARE of a request's hard limit (600 to 2,000 tokens)."""
+NOTES_FLOOR = 600
+"""Even under a small limit: about a dozen notes, so that the agent's own record of a short run
+(what it inspected, what it found) is never out of its sight between compactions."""
 OLDER_NOTES_KEY = "older_notes"
 
 
@@ -32,7 +35,7 @@ def notes_budget(limit: int) -> int:
     """Tokens the state block's notes may take under a request limit of `limit`. Notes grow
     with the run and are sent on every request; past this, the oldest ones are in the summary's
     fact ledger (folded at the next compaction) and always in the state history."""
-    return max(200, min(2_000, limit // NOTES_SHARE))
+    return max(NOTES_FLOOR, min(2_000, limit // NOTES_SHARE))
 
 
 def shown_notes(notes: list[str], budget: int | None) -> tuple[list[str], list[str]]:
