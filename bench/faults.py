@@ -358,6 +358,17 @@ async def chaos(args: argparse.Namespace, root: Path, pg: Postgres, temporal: Te
             sc.run_ids.append(run_id)
             await asyncio.sleep(rng.uniform(0.5, 1.5) * args.start_every)
 
+    async def something_to_kill() -> bool:
+        """Wait for an unfinished run to kill under. Without an end this waited forever when both
+        runs of a short scenario finished before the last planned kill: the smoke test's hang."""
+        while time.monotonic() < deadline:
+            if await asyncio.to_thread(_any_unfinished, store, sc.run_ids):
+                return True
+            if len(sc.run_ids) >= args.runs:
+                return False
+            await asyncio.sleep(0.2)
+        return False
+
     async def killer() -> None:
         plan = ["worker"] * args.kills
         plan.insert(len(plan) // 3, "postgres")
@@ -365,12 +376,14 @@ async def chaos(args: argparse.Namespace, root: Path, pg: Postgres, temporal: Te
         await asyncio.sleep(2.0)
         for kind in plan:
             await asyncio.sleep(rng.uniform(0.5, 1.5) * args.kill_every)
-            while not await asyncio.to_thread(_any_unfinished, store, sc.run_ids):  # a kill with nothing to do
-                await asyncio.sleep(0.2)
+            if not await something_to_kill():
+                return  # every run started and finished (or the deadline passed): the kills left hit nothing
             if kind == "worker":
-                while len(workers.ready()) < 2:  # one stays alive while the other is killed
+                while len(workers.ready()) < 2 and time.monotonic() < deadline:  # one stays alive while the other is killed
                     await asyncio.sleep(0.1)
                 alive = workers.ready()
+                if not alive:
+                    continue
                 slot = rng.choice(sorted(alive))
                 at, pid = workers.kill9(slot)
                 fault = Fault("worker", at, pid)
