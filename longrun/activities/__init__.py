@@ -12,9 +12,10 @@ from longrun.activities.boundary import ErrorMappingInterceptor, ErrorType, to_a
 from longrun.activities.children import ChildActivities
 from longrun.activities.contract import Activities, declarations
 from longrun.activities.fused import FusedActivities
+from longrun.activities.notify import NotifyActivities
 
 
-class AgentActivities(FusedActivities, ChildActivities, Activities):
+class AgentActivities(FusedActivities, ChildActivities, NotifyActivities, Activities):
     """Every activity of the run workflow, sharing one set of dependencies. `Activities` comes
     last: its declarations are what the implementations before it override (and mypy checks)."""
 

@@ -17,7 +17,7 @@ import contextvars
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from longrun.redact import Redactor, default_redactor
 from longrun.store import Store, TranscriptRecord
 from longrun.tools.base import ToolContext
 from longrun.tools.registry import ToolRegistry
+from longrun.webhooks.config import WebhookDirectory
 
 CAS_ATTEMPTS = 8
 MAX_CACHED_SPECS = 1_000
@@ -71,6 +72,8 @@ class Deps:
     provider_for: Callable[[str], Provider]
     redactor: Redactor | None = None
     heartbeat_every: float = 2.0
+    webhooks: WebhookDirectory = field(default_factory=WebhookDirectory.from_env)
+    """Where the webhooks runs name are (URLs and secrets: this worker's environment)."""
 
 
 class ActivityBase(ScopedAccess):

@@ -41,6 +41,8 @@ from longrun.models.io import (
     LoadRunResult,
     ModelCallInput,
     ModelCallResult,
+    NotifyInput,
+    NotifyResult,
     ReconcileResult,
     RecordEventInput,
     RunRef,
@@ -160,6 +162,11 @@ class Activities:
     @declare(names.COLLECT_CHILD)
     def collect_child(self, inp: CollectChildInput) -> ChildCollected:
         """A finished subagent's answer as the parent's tool result, and its tokens."""
+        _declared()
+
+    @declare(names.NOTIFY)
+    def notify(self, inp: NotifyInput) -> NotifyResult:
+        """One attempt to deliver a notification to a webhook, audited (docs/NOTIFICATIONS.md)."""
         _declared()
 
 

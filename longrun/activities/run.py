@@ -58,6 +58,7 @@ class RunActivities(ActivityBase):
             subagent_width=spec.subagent_width,
             state=brief(self.head(inp.run_id)),
             status=record.status,
+            webhooks=self.deps.webhooks.for_run(spec.webhooks, subagent=record.parent_run_id is not None),
         )
 
     @implements(Activities.record_event)

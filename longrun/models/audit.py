@@ -182,8 +182,50 @@ class ErrorRecorded(_Event):
     message: str
 
 
+# ------------------------------------------------------------ notifications (docs/NOTIFICATIONS.md)
+NotifyEvent = Literal["approval_requested", "approval_decided", "run_finished", "ask_human"]
+"""What a run tells its webhooks about."""
+
+
+class NotificationAttempt(_Event):
+    """One attempt to deliver a notification: the HTTP status the webhook answered, or the error.
+    A webhook is named, and shown by `target` (its URL's scheme and host): its URL is a secret."""
+
+    kind: Literal["notification_attempt"] = "notification_attempt"
+    webhook: str
+    event: NotifyEvent
+    delivery_id: str
+    attempt: int
+    target: str
+    outcome: Literal["delivered", "transient", "permanent"]
+    status: int | None = None
+    error: str | None = None
+    retry_after: float | None = Field(default=None, description="seconds the webhook asked to wait (Retry-After)")
+
+
+class NotificationDelivered(_Event):
+    kind: Literal["notification_delivered"] = "notification_delivered"
+    webhook: str
+    event: NotifyEvent
+    delivery_id: str
+    attempts: int
+    status: int
+    target: str
+
+
+class NotificationFailed(_Event):
+    """A notification given up on (refused, attempts exhausted, timed out); the run is unaffected."""
+
+    kind: Literal["notification_failed"] = "notification_failed"
+    webhook: str
+    event: NotifyEvent
+    delivery_id: str
+    reason: str
+    attempts: int | None = None
+
+
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
     Field(discriminator="kind"),
 ]
 

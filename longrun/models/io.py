@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from longrun.models.audit import AuditEvent
+from longrun.models.audit import AuditEvent, NotifyEvent
 from longrun.models.context import CompactionReport, Trigger
 from longrun.models.gate import CallKind, GateRule, Verdict
 from longrun.models.provider import Usage
@@ -52,6 +52,9 @@ class RunCursor(_IO):
         default_factory=list, description="instructions queued for the next turn boundary, by id"
     )
     generation: int = 0
+    notifications: list[NotifyInput] = Field(
+        default_factory=list, description="deliveries still in flight at continue-as-new, restarted by the next run"
+    )
 
 
 class AgentRunInput(_IO):
@@ -103,6 +106,10 @@ class LoadRunResult(_IO):
     subagent_width: int = 4
     state: StateBrief
     status: str
+    webhooks: list[str] = Field(
+        default_factory=list, description="names of the webhooks to notify: the spec's and the workers' defaults"
+    )
+
 
 
 class ReconcileResult(_IO):
@@ -393,6 +400,23 @@ class ApprovalDecision(_IO):
     verdict: Literal["approved", "rejected"]
     approver: str
     reason: str = ""
+
+
+# ------------------------------------------------------------ notifications (docs/NOTIFICATIONS.md)
+class NotifyInput(_IO):
+    """One notification to one webhook, by reference: the webhook by name (its URL and secret
+    are in the worker's environment) and the event by ids; the body is built from Postgres."""
+
+    run_id: str
+    webhook: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")
+    event: NotifyEvent
+    delivery_id: str = Field(min_length=1, max_length=64, description="the same on every attempt, for deduplication")
+    approval_id: str | None = Field(default=None, max_length=64)
+
+
+class NotifyResult(_IO):
+    status: int
+    attempts: int
 
 
 RunCursor.model_rebuild()

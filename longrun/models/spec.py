@@ -5,6 +5,7 @@ Defaults are documented where they are set, with why; docs/CONFIGURATION.md repe
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from longrun.models.state import MAX_TEXT
 
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
+WEBHOOK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+"""A webhook's name: lower case, so that it maps to one `LONGRUN_WEBHOOK_<NAME>_URL` variable."""
+
 
 
 def check_model_name(v: str) -> str:
@@ -118,6 +122,11 @@ class RunSpec(BaseModel):
     subagent_width: int = Field(default=4, ge=1, le=16, description="subagents running at once, at most")
     subagent_caps: RunCaps = Field(default_factory=_subagent_caps, description="caps of each subagent run")
     subagent_model: str | None = Field(default=None, description="model of subagents; default: the run's model")
+    webhooks: list[str] = Field(
+        default_factory=list, max_length=10,
+        description="names of the webhooks told about approvals, questions and the end of the run; each one's URL and "
+        "secret are in the workers' environment (LONGRUN_WEBHOOK_<NAME>_URL / _SECRET), never in the spec",
+    )
 
     @field_validator("workspace")
     @classmethod
@@ -138,6 +147,18 @@ class RunSpec(BaseModel):
             if not argv or not all(isinstance(a, str) and a for a in argv):
                 raise ValueError(f"each allowed command must be a non-empty argv list of non-empty strings, got {argv!r}")
         return v
+
+    @field_validator("webhooks")
+    @classmethod
+    def _webhook_names(cls, v: list[str]) -> list[str]:
+        names = [n.strip().lower() for n in v]
+        for name in names:
+            if not WEBHOOK_NAME.fullmatch(name):
+                raise ValueError(
+                    f"webhook name {name!r} must be a letter followed by letters, digits or _ (at most 40): it names "
+                    "the workers' LONGRUN_WEBHOOK_<NAME>_URL variable"
+                )
+        return list(dict.fromkeys(names))
 
     @model_validator(mode="after")
     def _approvers_named(self) -> RunSpec:

@@ -11,6 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from longrun.webhooks.config import DEFAULTS_VARIABLE as WEBHOOKS_VARIABLE
+from longrun.webhooks.config import parse_names as parse_webhook_names
+
 DEFAULT_TASK_QUEUE = "longrun"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_TEMPORAL_PORT = 7233
@@ -44,6 +47,9 @@ class Settings:
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     default_model: str = "scripted"
+    webhooks: tuple[str, ...] = ()
+    """LONGRUN_WEBHOOKS (names, comma-separated): webhooks this worker notifies for every run it
+    starts, beside those the run's spec names (docs/NOTIFICATIONS.md)."""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -61,4 +67,5 @@ class Settings:
             anthropic_api_key=key,
             anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
             default_model=os.environ.get("LONGRUN_MODEL") or (DEFAULT_CLAUDE if key else "scripted"),
+            webhooks=parse_webhook_names(os.environ.get(WEBHOOKS_VARIABLE, "")),
         )

@@ -23,6 +23,7 @@ from longrun.providers import Provider, get_provider
 from longrun.service.settings import Settings
 from longrun.store import Store
 from longrun.tools import ToolRegistry, default_registry
+from longrun.webhooks.config import WebhookDirectory
 from longrun.workflows.agent_run import AgentRunWorkflow
 
 ACTIVITY_THREADS = 32
@@ -61,6 +62,7 @@ def build_worker(
         registry=registry or default_registry(),
         provider_for=provider_for or ProviderCache(settings),
         heartbeat_every=heartbeat_every,
+        webhooks=WebhookDirectory.from_env(defaults=settings.webhooks),
     )
     activities = AgentActivities(deps)
     return Worker(

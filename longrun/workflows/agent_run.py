@@ -11,7 +11,8 @@ and cross Temporal as ids (see longrun.models.io). One turn, fused (the current 
 Histories recorded before `FUSED_TURN_PATCH` replay the stepwise shape: reconcile, model call,
 gate/intent/run per call, commit, compaction. The approval and control handlers are in
 `approvals` and `controls`, the tool calls in `tool_calls`, when to compact and what a failed
-compaction does in `compaction`.
+compaction does in `compaction`, the webhook notifications (started, never awaited, by the run) in
+`notifications`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.workflows.base import WORKFLOW_NAME, Stop
     from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, STAGE_BOUNDARY_PATCH, CompactionMixin
     from longrun.workflows.controls import ControlsMixin
+    from longrun.workflows.notifications import Outbox
     from longrun.workflows.tool_calls import ToolCallsMixin
 
 FINAL_REPORT_PATCH = "final-report-turn"
@@ -76,6 +78,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
         self.reason = ""
         self.turns_this_generation = 0
         self.children = []
+        self.outbox = Outbox()
         self.final_turn_taken = False
         self.fused = False
         self.uncommitted: CommitTurnInput | None = None
@@ -89,6 +92,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
             self.spec = await self._act(Activities.load_run, RunRef(run_id=self.run_id))
             self.fused = self._use_fused_turn()
             self._set_state(self.spec.state)
+            self._resume_notifications()
             if self.cursor.started_at is None:
                 self.cursor.started_at = workflow.now()
             while True:
@@ -96,6 +100,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
                 await (self._turn() if self.fused else self._stepwise_turn())
                 if self._should_continue_as_new():
                     await self._flush()
+                    await self._hand_over_notifications()
                     await workflow.wait_condition(workflow.all_handlers_finished)
                     self.cursor.paused = self.status is RunStatus.paused
                     self.cursor.generation += 1
@@ -139,6 +144,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
             if self.state.next_action == "ask_human":
                 self.status = RunStatus.paused
                 self.reason = self.reason or "the agent asked for a human"
+                self._notify("ask_human")
                 continue
             if self.state.next_action == "stop":
                 # one last turn for the agent's final report (runs recorded before this change
@@ -335,6 +341,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
         self.reason = reason
         await self._act(Activities.finish_run, FinishInput(run_id=self.run_id, status=status.value, reason=reason))
         self.status = status
+        await self._notify_finished()
         return AgentRunResult(
             run_id=self.run_id, status=status.value, reason=reason, state_version=self.state.version,
             turns=self.cursor.turn, usage=self.cursor.usage,

@@ -19,14 +19,14 @@ with workflow.unsafe.imports_passed_through():
     from longrun.models.io import ApprovalDecision, ApproveInput, GateResult, GrantInput, RejectInput
     from longrun.models.run import PendingApproval, RunStatus
     from longrun.workflows import options as opt
-    from longrun.workflows.base import RunBase
+    from longrun.workflows.notifications import NotificationsMixin
 
 GRANT_FAILURE_PATCH = "grant-failure-leaves-request-open"
 """A failed grant resets the request and audits the failure; cancel escapes a deciding wait
 (histories recorded before this replay the old behaviour)."""
 
 
-class ApprovalsMixin(RunBase):
+class ApprovalsMixin(NotificationsMixin):
     async def _wait_for_approval(self, gate: GateResult) -> str | None:
         """Wait for approve/reject, the request's expiry, a new constraint or cancellation.
         Returns None when approved, else the error text the model gets."""
@@ -48,6 +48,7 @@ class ApprovalsMixin(RunBase):
                 action_hash=gate.action_hash, state_version=gate.state_version,
             )
         )
+        self._notify("approval_requested", approval_id=self.pending.approval_id)
         self.status = RunStatus.waiting_approval
         try:
             await workflow.wait_condition(
@@ -68,6 +69,7 @@ class ApprovalsMixin(RunBase):
             self.status = RunStatus.running
         decision = self._answer()
         if decision is not None:
+            self._notify("approval_decided", approval_id=pending.approval_id)
             if decision.verdict == "approved":
                 return None
             return f"approval rejected by {decision.approver}: {decision.reason}"

@@ -18,6 +18,7 @@ class ActivityOptions(TypedDict, total=False):
     """The keyword arguments of `workflow.execute_activity_method` that longrun sets."""
 
     start_to_close_timeout: timedelta
+    schedule_to_close_timeout: timedelta
     heartbeat_timeout: timedelta
     retry_policy: RetryPolicy
 
@@ -68,3 +69,26 @@ COMPACT = ActivityOptions(
     heartbeat_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=3),
 )
+
+NOTIFY = ActivityOptions(
+    start_to_close_timeout=timedelta(seconds=15),
+    schedule_to_close_timeout=timedelta(minutes=30),
+    retry_policy=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=60),
+        maximum_attempts=10,
+    ),
+)
+"""Delivering a notification to a webhook (one POST of at most 10 s per attempt): retried 1, 2, 4,
+... s apart, at most 60 s (or the receiver's Retry-After, at most 60 s), 10 attempts: the last
+about 4 minutes after the first (11 at most, when every answer asks for 60 s), never past 30
+minutes. The run does not wait for it (`longrun.workflows.notifications`)."""
+
+NOTIFY_HANDOVER = timedelta(seconds=10)
+"""Before continue-as-new, how long the run lets deliveries in flight finish; the rest restart in
+the next run of the workflow."""
+
+NOTIFY_DRAIN = timedelta(minutes=35)
+"""After the run's end is recorded, how long the workflow waits for its notifications (the last
+one's retries included) before it completes: longer than a delivery can take (`NOTIFY`)."""

@@ -26,6 +26,9 @@ from longrun.models.audit import (
     ErrorRecorded,
     GateVerdict,
     ModelCalled,
+    NotificationAttempt,
+    NotificationDelivered,
+    NotificationFailed,
     RunControl,
     RunFinished,
     RunStarted,
@@ -36,7 +39,7 @@ from longrun.models.audit import (
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.service import render
 from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, dump, open_store_only, print_json, say
-from longrun.service.commands.watch import describe_compaction, describe_compaction_started
+from longrun.service.commands.watch import describe_compaction, describe_compaction_started, describe_notification
 from longrun.store import AuditRecord, ChainVerdict, Store
 
 SOURCES = ("transcript", "state", "audit")
@@ -150,6 +153,8 @@ def describe_event(rec: AuditRecord) -> str:
         return f"{e.status}: {e.reason}"
     if isinstance(e, ErrorRecorded):
         return f"{e.where}: {e.message}"
+    if isinstance(e, (NotificationAttempt, NotificationDelivered, NotificationFailed)):
+        return describe_notification(e)
     assert_never(e)
 
 

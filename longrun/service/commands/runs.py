@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ from longrun.service.commands.common import (
 )
 from longrun.service.commands.watch import Watcher, answer_commands, describe_compaction, describe_pending
 from longrun.store import Store
+from longrun.webhooks.config import url_variable
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -62,6 +64,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                     "for the extractive summary (default: the run's model)")
     st.add_argument("--approval-ttl", metavar="DURATION", help="how long an approval request waits (default 30m)")
     st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
+    st.add_argument("--webhook", action="append", default=[], metavar="NAME",
+                    help="a webhook told about approvals, questions and the end of the run (repeatable); the workers "
+                    "read its URL and secret from LONGRUN_WEBHOOK_<NAME>_URL and _SECRET (docs/NOTIFICATIONS.md)")
     st.add_argument("--task-queue", help="task queue of the workers (default $LONGRUN_TASK_QUEUE, else 'longrun')")
     st.add_argument("--run-id", help=argparse.SUPPRESS)
     st.add_argument("--wait", action="store_true",
@@ -128,6 +133,8 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
             raise usage_error(f"--approval-ttl: {exc}") from exc
     if args.max_turns is not None:
         extra["caps"] = {"max_turns": args.max_turns}
+    if args.webhook:
+        extra["webhooks"] = args.webhook
     try:
         return RunSpec(
             objective=args.objective, constraints=args.constraint, workspace=str(workspace.resolve()),
@@ -161,6 +168,9 @@ async def cmd_start(args: argparse.Namespace) -> int:
                   f"{', '.join(spec.approvers)}", file=sys.stderr)
             if spec.model.startswith("anthropic:") and not cfg.anthropic_api_key:
                 print("note: ANTHROPIC_API_KEY is not set here; the workers need it", file=sys.stderr)
+            for name in (n for n in spec.webhooks if not os.environ.get(url_variable(n))):
+                print(f"note: {url_variable(name)} is not set here; the workers need it to notify webhook {name}",
+                      file=sys.stderr)
             print(f"follow it: longrun watch {run_id}", file=sys.stderr)
         if not args.wait:
             return EXIT_OK

@@ -27,6 +27,9 @@ from longrun.models.audit import (
     ErrorRecorded,
     GateVerdict,
     ModelCalled,
+    NotificationAttempt,
+    NotificationDelivered,
+    NotificationFailed,
     RunControl,
     RunFinished,
     Steered,
@@ -72,6 +75,19 @@ def describe_compaction_started(e: CompactionStarted) -> str:
     attempt = f", attempt {e.attempt}" if e.attempt > 1 else ""
     return (f"compaction started ({e.trigger}, after turn {e.turn}): {render.tokens(e.tokens_before_calibrated)} "
             f"tokens, base state v{e.base_state_version}{budget}{attempt}")
+
+
+def describe_notification(e: NotificationAttempt | NotificationDelivered | NotificationFailed) -> str:
+    """One line for a webhook delivery's attempt or outcome (a webhook shows as name and host)."""
+    if isinstance(e, NotificationAttempt):
+        got = f"HTTP {e.status}" if e.status is not None else (e.error or "no answer")
+        then = {"delivered": "delivered", "transient": "will retry", "permanent": "refused, not retried"}[e.outcome]
+        after = f" (Retry-After {e.retry_after:g} s)" if e.retry_after is not None else ""
+        return f"{e.event} to webhook {e.webhook} ({e.target or 'not configured'}) attempt {e.attempt}: {got}{after}; {then}"
+    if isinstance(e, NotificationDelivered):
+        return f"{e.event} delivered to webhook {e.webhook} ({e.target}), HTTP {e.status}, attempt {e.attempts}"
+    tries = f" after {e.attempts} attempt(s)" if e.attempts else ""
+    return f"{e.event} NOT delivered to webhook {e.webhook}{tries}: {e.reason}; the run is unaffected"
 
 
 def answer_commands(run_id: str, pending: PendingApproval, approvers: list[str]) -> tuple[str, str]:
@@ -181,6 +197,10 @@ class Watcher:
             self._out("run_control", f"           {e.action} by {e.by}", e)
         elif isinstance(e, ErrorRecorded):
             self._out("error", f"           error in {e.where}: {e.message}", e)
+        elif isinstance(e, (NotificationDelivered, NotificationFailed)) or (
+            isinstance(e, NotificationAttempt) and e.outcome != "delivered"
+        ):
+            self._out(e.kind, f"           {describe_notification(e)}", e)
         elif isinstance(e, RunFinished):
             self._out("run_finished", f"run {e.status}: {e.reason}", e)
 
