@@ -29,6 +29,12 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "`password=` tokens": _repeat("password=hunter22 "),
     "`pwd:` keyword chain": _repeat("pwd:"),
     "`token=` and bearer words": _repeat("token=x bearer "),
+    "URL `user:` without `@`": _repeat("a://b:c/d#e"),
+    "PGP armor headers, no END": _repeat("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: x\n"),
+    "`.pgpass`-like lines": _repeat("h:5432:d:u:pw h:1:\n"),
+    "`password =` plain words": _repeat("password = word password=x "),
+    "`authorization: basic` words": _repeat("authorization: basic "),
+    "Discord-like dotted runs": _repeat("M" + "a" * 24 + ".bcdefg." + "h" * 20),
 }
 
 

@@ -141,3 +141,93 @@ def test_large_text_is_fast() -> None:
     out = R.redact(text)
     assert time.perf_counter() - start < 5.0
     assert out.endswith("[REDACTED:anthropic_key]\n")
+
+
+# ------------------------------------------------------------------ issue 15, finding 5: the gaps
+
+PGP = ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQOYBF" + "x9Zk" * 16
+       + "\n=Ab3d\n-----END PGP PRIVATE KEY BLOCK-----")
+STRIPE_LIVE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+STRIPE_RESTRICTED = "rk_live_" + "51H8xyzABCDEFGHIJKLmnopq"
+GOOGLE = "AIza" + "SyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI"
+GITLAB = "glpat-" + "xK9pQ2mN7vL4tR8sW1yZ"
+NPM = "npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"
+XAPP = "xapp-1-A0123456789-1234567890123-" + "abcdef0123456789" * 4
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"key:\n{PGP}\nend", "key:\n[REDACTED:private_key]\nend"),
+        ("postgres://app:pa/ss#w@rd@db.internal:5432/prod", "postgres://app:[REDACTED:url_password]@db.internal:5432/prod"),
+        ("mysql://root:p@ssw0rd@localhost/db", "mysql://root:[REDACTED:url_password]@localhost/db"),
+        ("amqp://guest:a#b/c@rabbit:5672", "amqp://guest:[REDACTED:url_password]@rabbit:5672"),
+        ("PGPASSWORD=correcthorse psql -h db", "PGPASSWORD=[REDACTED:password] psql -h db"),
+        ("export PGPASSWORD=s3cr3t", "export PGPASSWORD=[REDACTED:password]"),
+        ("db.internal:5432:prod:app:Tr0ub4dor&3", "db.internal:5432:prod:app:[REDACTED:pgpass]"),
+        ("*:*:*:postgres:letmeinplease", "*:*:*:postgres:[REDACTED:pgpass]"),
+        ("password=letmein", "password=[REDACTED:password]"),
+        ("db_password = correcthorse", "db_password = [REDACTED:password]"),
+        (f"SLACK_APP_TOKEN={XAPP}", "SLACK_APP_TOKEN=[REDACTED:slack_token]"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [REDACTED:basic_auth]"),
+        ('-H "authorization: basic YWxhZGRpbjpvcGVuc2VzYW1l"', '-H "authorization: basic [REDACTED:basic_auth]"'),
+        (f"stripe {STRIPE_LIVE}", "stripe [REDACTED:stripe_key]"),
+        (f"restricted {STRIPE_RESTRICTED}", "restricted [REDACTED:stripe_key]"),
+        (f"maps key {GOOGLE}", "maps key [REDACTED:google_api_key]"),
+        (f"CI_JOB {GITLAB}", "CI_JOB [REDACTED:gitlab_token]"),
+        (f"//registry.npmjs.org/:_authToken={NPM}", "//registry.npmjs.org/:_authToken=[REDACTED:npm_token]"),
+        (f"HF_TOKEN {HF}", "HF_TOKEN [REDACTED:huggingface_token]"),
+    ],
+)
+def test_the_gaps_the_review_found_are_redacted(text: str, expected: str) -> None:
+    assert R.redact(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "https://registry.npmjs.org:443/@scope/pkg",
+    "http://localhost:8080/users/@me",
+    "connect(password=password)",
+    "password = getpass.getpass()",
+    "password=None",
+    "a basic understanding of the system",
+    "src/app.py:42:10: E501 line too long",
+    "12:30:45 INFO started",
+    "hf_hub_download(repo_id=repo)",
+    "import npm_utils",
+    "AIza is the prefix of Google API keys",
+])
+def test_the_new_patterns_leave_ordinary_text_alone(text: str) -> None:
+    assert R.redact(text) == text
+
+
+def _hex(n: int) -> str:
+    return ("0123456789abcdef" * (n // 16 + 1))[:n][::-1]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("SENDGRID=SG." + "aB3dE6gH9jK2mN5pQ8sT1v" + "." + "wX4yZ7aB0cD3eF6gH9iJ2kL5mN8oP1qR4sT7uV0wX3y", "sendgrid_key"),
+        ("twilio " + "SK" + _hex(32), "twilio_key"),
+        ("AccountName=x;AccountKey=" + "Ab3+" * 22 + "==;EndpointSuffix=core.windows.net", "azure_storage_key"),
+        ("MAILCHIMP " + _hex(32) + "-us12", "mailchimp_key"),
+        ("DISCORD " + "M" + "Tk4NzY1NDMyMTA5ODc2NTQz" + "." + "GhIjKl" + "." + "mNoPqRsTuVwXyZaBcDeFgHiJkLm", "discord_token"),
+        ("TELEGRAM " + "1621243916" + ":AA" + "Hx5sUA1WbQGr9zJ866wCphmtA35aKd_0x", "telegram_bot_token"),
+    ],
+)
+def test_the_kinds_detect_secrets_catches_are_redacted_too(text: str, kind: str) -> None:
+    assert f"[REDACTED:{kind}]" in R.redact(text)
+
+
+def test_the_evaluation_corpus_all_caught_no_bait_touched() -> None:
+    """bench/redaction_eval.py's corpus (the formats of the review, detect-secrets' kinds, and
+    bait: git SHAs, UUIDs, base64 images, hex digests, lockfile hashes, code naming passwords)."""
+    from bench.redaction_eval import corpus, leaks
+
+    for case in corpus():
+        out = R.redact(case.text)
+        if case.secret:
+            assert not leaks(case.secret, out), (case.name, out)
+        else:
+            assert out == case.text, case.name
