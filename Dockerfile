@@ -9,6 +9,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# run_command runs in a sandbox (docs/SECURITY.md): bubblewrap needs user namespaces, which
+# Docker's default seccomp profile refuses; run with `--security-opt seccomp=unconfined` (or a
+# profile that allows them), or set LONGRUN_SANDBOX=none and let the container be the boundary.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY longrun ./longrun

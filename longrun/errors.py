@@ -18,8 +18,11 @@
     ├── InvalidToolCall             an activity was handed a tool call the transcript does not hold
     ├── ToolError                   a tool refused or failed (returned to the model as an error)
     │   ├── WorkspaceEscape         a path resolves outside the run's workspace
-    │   └── CommandNotAllowed       an argv list is not on the run's allow-list
+    │   ├── CommandNotAllowed       an argv list is not on the run's allow-list
+    │   └── SandboxUnavailable      no sandbox the run allows works on this worker
     ├── ApprovalError               an approve/reject update was refused
+    │   ├── ProofRefused            a decision's signed proof is missing, invalid, revoked or stale
+    │   └── ApprovalNotFound        no such approval request in the run (`longrun show`)
     └── StackNotRunning             the embedded dev stack (or the configured one) does not answer
 
 Which of these Temporal retries is decided in one place, `longrun.activities.boundary`: the
@@ -143,8 +146,27 @@ class CommandNotAllowed(ToolError):
     """An argv list does not match any of the run's allowed commands."""
 
 
+class SandboxUnavailable(ToolError):
+    """Commands run only in a sandbox, and none the run allows works on this worker (the message
+    says how to install one, or how to choose `none` explicitly)."""
+
+
 class ApprovalError(LongrunError):
-    """An approve/reject update was refused (not an approver, wrong action, expired, duplicate)."""
+    """An approve/reject update was refused (not an approver, wrong action, expired, duplicate).
+    `audited`: the refusal is already in the run's audit (the worker wrote it)."""
+
+    def __init__(self, message: str, *, audited: bool = False) -> None:
+        super().__init__(message)
+        self.audited = audited
+
+
+class ProofRefused(ApprovalError):
+    """A decision's signed proof does not hold: missing, not signed by a registered key of the
+    principal it names, signed by a revoked or expired key, stale, or for another action."""
+
+
+class ApprovalNotFound(ApprovalError):
+    """No approval request with that id in the run, or the call it names is not in the transcript."""
 
 
 class StackNotRunning(LongrunError):

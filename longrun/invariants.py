@@ -7,7 +7,9 @@ Rules (docs/ARCHITECTURE.md, "Invariant gate"):
 2. ``objective``   the objective is the one the run started with;
 3. ``step``        current_step is a known step;
 4. ``approval``    the tool is allowed under next_action, and an effect that needs approval is
-                   covered by an unused, unexpired approval bound to this exact action hash;
+                   covered by an unused, unexpired approval bound to this exact action hash,
+                   or (``scope``) by a standing approval whose tools, path globs, uses, expiry
+                   and constraints cover it;
 5. ``effects``     no effect is ``unknown`` (reconcile first); every effect is coherent;
 6. ``artifacts``   every artifact reference points at stored content;
 7. ``evidence``    what the action depends on is checked against the workspace now, not against
@@ -44,6 +46,10 @@ class GateFacts:
     arguments_error: str | None = None
     prior_approval: PriorApproval = "none"
     read_only_run: bool = False
+    scope_id: str | None = None
+    """The standing approval (scope) that covers this call now, if one does."""
+    scope_refusal: str = ""
+    """Why the scopes naming this tool and path do not cover it ('' when none names them)."""
 
 
 @dataclass(frozen=True)
@@ -104,9 +110,13 @@ def evaluate(f: GateFacts) -> GateDecision:
     if f.needs_approval:
         if s.approval_for(f.action_hash, f.now) is not None:
             return GateDecision("allow", GateRule.approval, "covered by an unexpired approval bound to this action")
+        if f.scope_id is not None:
+            return GateDecision("allow", GateRule.scope, f"covered by the standing approval {f.scope_id}")
         if f.prior_approval == "expired":
             return _deny(GateRule.approval_expired, "the approval for this exact action has expired; it is never used")
         if f.prior_approval == "used":
             return _deny(GateRule.approval, "the approval for this exact action was already used; an approval is used once")
-        return GateDecision("needs_approval", GateRule.approval, f"{f.tool_name} needs a human approval bound to this action")
+        why_not_scope = f" ({f.scope_refusal})" if f.scope_refusal else ""
+        return GateDecision("needs_approval", GateRule.approval,
+                            f"{f.tool_name} needs a human approval bound to this action{why_not_scope}")
     return GateDecision("allow", GateRule.effects, "effect allowed: state is current and every effect is settled")

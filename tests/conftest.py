@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.db",
     "tests.fixtures.temporal",
     "tests.fixtures.anthropic",
+    "tests.support.cli_stack",
 ]

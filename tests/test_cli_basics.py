@@ -17,7 +17,8 @@ LONGRUN = str(Path(sys.executable).parent / "longrun")
 COMMANDS = [
     ["dev"], ["dev", "up"], ["dev", "down"], ["dev", "status"], ["worker"], ["start"], ["status"], ["watch"],
     ["runs"], ["approve"], ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"],
-    ["usage"], ["compact"], ["demo"],
+    ["usage"], ["compact"], ["demo"], ["approvers"], ["approvers", "add"], ["approvers", "list"],
+    ["approvers", "revoke"], ["grant"], ["revoke-grant"],
 ]
 
 
@@ -33,10 +34,12 @@ def test_every_reporting_command_takes_json() -> None:
     parser = build_parser()
     for command in (["dev", "up"], ["dev", "status"], ["start"], ["status"], ["watch"], ["runs"], ["approve"],
                     ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"], ["usage"],
-                    ["compact"]):
+                    ["compact"], ["approvers", "add"], ["approvers", "list"], ["approvers", "revoke"], ["grant"],
+                    ["revoke-grant"]):
         sub = parser
         for word in command:
-            sub = next(a for a in sub._actions if a.dest in ("command", "dev_command")).choices[word]
+            sub = next(a for a in sub._actions
+                       if a.dest in ("command", "dev_command", "approvers_command")).choices[word]
         assert any("--json" in a.option_strings for a in sub._actions), command
 
 

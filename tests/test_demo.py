@@ -43,7 +43,10 @@ def test_demo_on_the_tiny_sample() -> None:
         assert "reused" in out  # the stack started above
         assert "deterministic offline stand-in for a model" in out and "not an LLM" in out
         assert "approval needed: apr-" in out and "tool apply_patch" in out
-        assert "approving as demo-approver (the demo approves on your behalf)" in out
+        assert "approving as demo-approver, signed with key " in out and "(the demo approves on your behalf)" in out
+        assert "approver: demo-approver, a principal this demo registered; its private key is " in out
+        assert (home / "keys" / "demo-approver.pem").stat().st_mode & 0o777 == 0o600
+        assert "decisions verified: 1 signed decisions verify against the registered keys" in out
         assert "compaction (" in out and "context [" in out
         assert "Finding: " in out and "stats.py" in out
         assert "tests after the fix: exit code: 0" in out

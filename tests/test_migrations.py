@@ -13,7 +13,7 @@ from longrun.models import RunSpec
 from longrun.store import Base, Store, current_revision, downgrade, head_revision, make_engine, migrate
 
 TABLES = {"runs", "task_states", "task_state_versions", "transcript_entries", "artifacts", "projections",
-          "audit_events", "instructions"}
+          "audit_events", "instructions", "principals", "credentials", "call_edits", "run_artifacts"}
 
 
 def _tables(url: str) -> set[str]:
@@ -42,12 +42,14 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert current_revision(url) is None
 
     migrate(url)
-    assert current_revision(url) == head_revision() == "0003"
+    assert current_revision(url) == head_revision() == "0005"
     assert _tables(url) == TABLES
     triggers = _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname")
-    assert triggers == sorted(f"{t}_{kind}" for t in ("audit_events", "instructions", "projections",
-                                                        "task_state_versions", "transcript_entries")
-                              for kind in ("append_only", "no_truncate"))
+    assert triggers == sorted([*(f"{t}_{kind}" for t in ("audit_events", "call_edits", "instructions", "projections",
+                                                         "run_artifacts", "task_state_versions", "transcript_entries")
+                                 for kind in ("append_only", "no_truncate")),
+                               "credentials_no_truncate", "credentials_revoke_only", "principals_no_delete",
+                               "principals_no_truncate"])
 
     downgrade(url)
     assert current_revision(url) is None
@@ -74,12 +76,12 @@ def test_0003_down_and_up_again_keeps_the_runs(empty_db_url: str) -> None:
 
     downgrade(url, "0002")
     assert current_revision(url) == "0002"
-    assert _tables(url) == TABLES - {"instructions"}
+    assert _tables(url) == TABLES - {"instructions", "principals", "credentials", "call_edits", "run_artifacts"}
     assert not [t for t in _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
                 if t.startswith("instructions")]
 
     migrate(url)
-    assert current_revision(url) == "0003"
+    assert current_revision(url) == head_revision()
     assert _tables(url) == TABLES
     with Store.from_url(url) as store:
         assert store.verify_chain("kept").ok
@@ -92,7 +94,7 @@ def test_0003_down_and_up_again_keeps_the_runs(empty_db_url: str) -> None:
 def test_migrate_twice_is_a_noop(empty_db_url: str) -> None:
     migrate(empty_db_url)
     migrate(empty_db_url)
-    assert current_revision(empty_db_url) == "0003"
+    assert current_revision(empty_db_url) == head_revision()
 
 
 def test_migration_matches_the_orm_metadata(db_url: str) -> None:

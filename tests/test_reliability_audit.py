@@ -1,7 +1,8 @@
 """Audit completeness: after the workflow is deleted from Temporal (as retention does to closed
 histories), the whole timeline of the run is rebuilt from Postgres alone and verifies: the store
 gives back every audit event, transcript entry and state version it had, and `longrun audit RUN
---verify` (a subprocess, Postgres only) prints the same timeline and a verified chain."""
+--verify` (a subprocess, Postgres only) prints the same timeline and a verified chain, and
+re-verifies the signature of alice's approval against her registered key."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.service import RPCError, RPCStatusCode
 
 from longrun.models.spec import RunSpec
+from longrun.service import client as api
 from longrun.store import Store
 from longrun.tools import default_registry
 from tests.support.harness import running_worker
@@ -32,6 +34,8 @@ PLAN = [
     [("write_note", {"text": "notes.txt says hello"})],
     [("record_decision", {"summary": "tell the team", "reason": "they asked for updates"})],
     [("send_message", {"text": "hello from the audit test"})],
+    [("set_next_action", {"next_action": "edit"})],
+    [("write_file", {"path": "reply.txt", "content": "sent\n"})],  # needs alice's signed approval
     [("set_next_action", {"next_action": "stop"})],
 ]
 
@@ -71,7 +75,10 @@ async def test_the_timeline_is_rebuilt_from_postgres_after_temporal_forgets_the_
     registry.register(send_tool(sink.url))
     try:
         async with running_worker(temporal_client, store, provider=PlanProvider(plan=PLAN), registry=registry) as h:
-            run_id = await h.start(RunSpec(objective="read, decide, tell the team", workspace=str(ws)))
+            run_id = await h.start(RunSpec(objective="read, decide, tell the team", workspace=str(ws),
+                                           approvers=["alice"]))
+            pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
+            await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
             result = await h.result(run_id)
     finally:
         sink.close()
@@ -92,7 +99,8 @@ async def test_the_timeline_is_rebuilt_from_postgres_after_temporal_forgets_the_
     for kind in ("model_called", "gate_verdict", "effect_intent", "effect_settled", "tool_ran"):
         assert kind in kinds, f"{kind} missing from the audit log"
     assert record.status == "completed" and record.reason == result.reason
-    assert [(e.tool, e.status.value, e.attempts) for e in state.effects] == [("send_message", "confirmed", 1)]
+    assert [(e.tool, e.status.value, e.attempts) for e in state.effects] == [
+        ("send_message", "confirmed", 1), ("write_file", "confirmed", 1)]
     assert [d.summary for d in state.decisions] == ["tell the team"]
     assert len(after["transcript"]) == 1 + 2 * len(PLAN) + 1  # opening, call + result per turn, final report
 
@@ -104,5 +112,6 @@ async def test_the_timeline_is_rebuilt_from_postgres_after_temporal_forgets_the_
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["verify"]["ok"] is True
+    assert out["decisions"] == {"ok": True, "checked": 1, "problems": []}, "the signature re-verified from Postgres"
     shown = [row for row in out["timeline"] if row.get("source") == "audit"]
     assert [row["kind"] for row in shown] == kinds

@@ -10,6 +10,9 @@ stage boundary from the tool results, deferred after a compaction) and
 `agent_run_stage_boundary.json` has it: a complete_stage its tool refuses, one that succeeds and
 the stage-boundary compaction it asks for. The test also records a fresh one and replays it, and
 checks that a 10 kB instruction given through `say` left no part of itself in the history.
+`agent_run_signed_decisions.json` (written by `record_signed_history` with the same variable) has
+every kind of signed decision: an approval with edited arguments, a rejection through
+`reject_approval` (`workflow.patched("signed-decisions")`), a scope used once and one revoked.
 """
 
 from __future__ import annotations
@@ -111,3 +114,48 @@ async def test_recorded_histories_replay_and_a_changed_workflow_is_rejected(stor
         await replayer(AgentRunWorkflow).replay_workflow(history)
         with pytest.raises(NondeterminismError):
             await replayer(ChangedAgentRunWorkflow).replay_workflow(history)
+
+
+SIGNED_PLAN = [
+    [("set_next_action", {"next_action": "edit"})],
+    [("apply_patch", {"path": "hello.txt", "old": "helo", "new": "hello"})],  # approved, edited
+    [("apply_patch", {"path": "hello.txt", "old": "world", "new": "World"})],  # rejected
+    [("write_file", {"path": "notes/a.txt", "content": "a\n"})],  # covered by the scope
+    [("set_next_action", {"next_action": "stop"})],
+]
+
+
+async def record_signed_history(store, client, tmp_path) -> WorkflowHistory:
+    """A run with every kind of signed decision: an edited approval, a rejection, a scope used once
+    and then revoked."""
+    from longrun.service import decide
+
+    ws = tmp_path / "signed"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("helo world\n")
+    async with running_worker(client, store, provider=PlanProvider(plan=SIGNED_PLAN)) as h:
+        run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
+        first = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
+        await decide.grant_scope(h.client, store, run_id, "alice", tools=["write_file"], paths=["notes/**"],
+                                 max_uses=1, ttl_seconds=3600)
+        unused, _ = await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"], paths=["x/**"],
+                                             max_uses=1, ttl_seconds=3600)
+        await decide.revoke_scope(h.client, store, run_id, unused, "alice")
+        await api.approve(h.client, run_id, first.approval_id, "alice", store=store, edit={"new": "Hello"})
+        second = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
+                                   and s.pending_approval.approval_id != first.approval_id)).pending_approval
+        await api.reject(h.client, run_id, second.approval_id, "alice", "keep the lower case", store=store)
+        assert (await h.result(run_id)).status == "completed"
+        assert (ws / "notes" / "a.txt").read_text() == "a\n" and store.load_state(run_id).scopes[0].uses == 1
+        return await h.client.get_workflow_handle(run_id).fetch_history()
+
+
+async def test_signed_decisions_replay_and_carry_no_secret(store, temporal_client, tmp_path):
+    fresh = await record_signed_history(store, temporal_client, tmp_path)
+    if os.environ.get("LONGRUN_RECORD_HISTORIES"):
+        (HISTORIES / "agent_run_signed_decisions.json").write_text(fresh.to_json())
+    text = decoded_history(fresh)
+    assert "signed-decisions" in text, "the rejection went through the verifying activity"
+    assert '"signature"' in text and "longrun.decision" in text and "longrun.scope" in text
+    assert "PRIVATE KEY" not in text, "a proof carries a signature, never a key"
+    await replayer(AgentRunWorkflow).replay_workflow(fresh)

@@ -11,7 +11,7 @@ from longrun.errors import ApprovalError
 from longrun.models.spec import RunSpec
 from longrun.service import client as api
 from tests.support.harness import running_worker
-from tests.support.policy import PlanProvider
+from tests.support.policy import GREETING_EDIT_PLAN, PlanProvider, greeting_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -20,18 +20,8 @@ def plan_spec(ws, **extra) -> RunSpec:
     return RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"], **extra)
 
 
-EDIT_PLAN = [
-    [("set_next_action", {"next_action": "edit"})],
-    [("apply_patch", {"path": "hello.txt", "old": "helo", "new": "hello"})],
-    [("set_next_action", {"next_action": "stop"})],
-]
-
-
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.txt").write_text("helo world\n")
-    return ws
+EDIT_PLAN = GREETING_EDIT_PLAN
+workspace = greeting_workspace
 
 
 async def test_refusals_write_nothing_and_rejection_reaches_the_model(store, temporal_client, tmp_path):

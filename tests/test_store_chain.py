@@ -20,8 +20,8 @@ NUMBER_COLUMN = {"task_state_versions": "version", "transcript_entries": "seq", 
 
 @pytest.fixture
 def history(store: Store) -> Iterator[Store]:
-    """A run with 4 state versions, 4 transcript entries, 4 audit events, 1 projection and 1 queued
-    instruction (a row in every append-only table)."""
+    """A run with 4 state versions, 4 transcript entries, 4 audit events, 1 projection, 1 queued
+    instruction and 1 artifact it stored (a row in every append-only table)."""
     store.create_run("r", RunSpec(objective="audit me", constraints=["no network"], workspace="/tmp/ws"))
     for i in range(3):
         store.update_state("r", i + 1, lambda s, i=i: s.notes.append(f"note {i}"), actor="agent", reason=f"step {i}")
@@ -37,6 +37,7 @@ def history(store: Store) -> Iterator[Store]:
         expected_state_version=4,
     )
     store.queue_instruction("r", "keep the public API", as_constraint=True)
+    store.put_artifact(b"tool output", run_id="r")
     yield store
 
 

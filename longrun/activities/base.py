@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -38,8 +39,10 @@ from longrun.models.state import TaskState
 from longrun.providers.base import Provider
 from longrun.redact import Redactor, default_redactor
 from longrun.store import Store, TranscriptRecord
+from longrun.tools.artifacts import RunArtifacts
 from longrun.tools.base import ToolContext
 from longrun.tools.registry import ToolRegistry
+from longrun.tools.sandbox import SandboxPolicy
 from longrun.webhooks.config import WebhookDirectory
 
 CAS_ATTEMPTS = 8
@@ -72,6 +75,9 @@ class Deps:
     provider_for: Callable[[str], Provider]
     redactor: Redactor | None = None
     heartbeat_every: float = 2.0
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """The worker's sandbox defaults: the mode for specs that say `auto` (LONGRUN_SANDBOX), what to
+    hide besides the worker's home ($LONGRUN_HOME) and what to bind back read-only."""
     webhooks: WebhookDirectory = field(default_factory=WebhookDirectory.from_env)
     """Where the webhooks runs name are (URLs and secrets: this worker's environment)."""
 
@@ -115,9 +121,16 @@ class ActivityBase(ScopedAccess):
             allowed_commands=[list(a) for a in spec.allowed_commands],
             command_timeout=float(spec.command_timeout_seconds),
             action_id=action_id,
-            artifacts=self.store,
+            artifacts=RunArtifacts(self.store, run_id),
             now=now,
             before=before,
+            sandbox=dataclasses.replace(
+                self.deps.sandbox,
+                mode=self.deps.sandbox.mode if spec.sandbox == "auto" else spec.sandbox,
+                allow_network=spec.allow_network,
+                memory_mb=spec.command_memory_mb,
+            ),
+            allow_autorun_paths=tuple(spec.allow_autorun_paths),
         )
 
     def tool_call_for_action(self, run_id: str, action_id: str) -> tuple[str, dict[str, Any]] | None:
@@ -127,7 +140,8 @@ class ActivityBase(ScopedAccess):
             if entry.role == "assistant" and entry.turn == turn:
                 uses = [b for b in entry.message.content if isinstance(b, ToolUseBlock)]
                 if index < len(uses):
-                    return uses[index].name, dict(uses[index].input)
+                    edited = self.edited_call(run_id, entry.seq, uses[index].id)
+                    return uses[index].name, dict(edited[1]) if edited is not None else dict(uses[index].input)
         return None
 
     def write_at(

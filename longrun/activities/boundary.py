@@ -22,6 +22,7 @@ under a real activity's name, is mapped the same way without remembering to.
     InvalidInputError, ValidationError     InvalidInput               no
     EffectUndecidable                      EffectUndecidable          no
     FatalProviderError                     ProviderFatal              no
+    ProofRefused                           ProofRefused               no
     any other LongrunError                 its class name             no
     anything else (a bug, an OSError)      its class name             yes (Temporal's default)
 """
@@ -41,6 +42,7 @@ from longrun.errors import (
     EffectUndecidable,
     FatalProviderError,
     LongrunError,
+    ProofRefused,
     RetryableProviderError,
     RunNotFoundError,
     StackNotRunning,
@@ -61,6 +63,7 @@ class ErrorType(str, Enum):
     PROVIDER_FATAL = "ProviderFatal"
     PROVIDER_RETRYABLE = "ProviderRetryable"
     STORE_UNAVAILABLE = "StoreUnavailable"
+    PROOF_REFUSED = "ProofRefused"
 
 
 def to_application_error(exc: BaseException) -> ApplicationError:
@@ -82,6 +85,7 @@ def to_application_error(exc: BaseException) -> ApplicationError:
         ValidationError: ErrorType.INVALID_INPUT,
         EffectUndecidable: ErrorType.EFFECT_UNDECIDABLE,
         FatalProviderError: ErrorType.PROVIDER_FATAL,
+        ProofRefused: ErrorType.PROOF_REFUSED,
     }
     for cls, kind in deterministic.items():
         if isinstance(exc, cls):

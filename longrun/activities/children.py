@@ -78,7 +78,7 @@ class ChildActivities(ActivityBase):
             answers = [e.message.text() for e in entries if e.role == "assistant" and e.message.text().strip()]
             text, is_error = shape_answer(answers[-1] if answers else ""), False
         text = self.redactor.redact(text)
-        sha = self.store.put_artifact(text.encode("utf-8"))
+        sha = self.store.put_artifact(text.encode("utf-8"), run_id=inp.run_id)
         self.audit(
             inp.run_id,
             ToolRan(

@@ -4,7 +4,7 @@ and its typed result, in one place.
 The workflow calls activities through these declarations by reference
 (`workflow.execute_activity_method(Activities.gate, GateInput(...))`), so a call names no string
 and its result type comes from the signature. The implementations (`ModelActivities`,
-`ToolActivities`, `RunActivities`, `ChildActivities`) mark each method `@implements(...)` with its
+`ToolActivities`, `RunActivities`, `ChildActivities`, `DecisionActivities`) mark each method `@implements(...)` with its
 declaration here: that gives it the same stable name (recorded histories replay against these
 names, so they never change) and checks at import that its signature is the declared one.
 `AgentActivities` inherits this class last, so mypy also checks every implementation against
@@ -45,9 +45,11 @@ from longrun.models.io import (
     NotifyResult,
     ReconcileResult,
     RecordEventInput,
+    RejectApprovalInput,
     RunRef,
     RunToolInput,
     RunToolResult,
+    ScopeGrantInput,
     StateBrief,
     SteerInput,
     SteerResult,
@@ -117,6 +119,21 @@ class Activities:
     @declare(names.GRANT_APPROVAL)
     def grant_approval(self, inp: GrantInput) -> StateBrief:
         """A human's approval into the task state (re-applied on the head) and the audit."""
+        _declared()
+
+    @declare(names.REJECT_APPROVAL)
+    def reject_approval(self, inp: RejectApprovalInput) -> None:
+        """A human's signed rejection, verified against the registered key, into the audit."""
+        _declared()
+
+    @declare(names.GRANT_SCOPE)
+    def grant_scope(self, inp: ScopeGrantInput) -> StateBrief:
+        """A signed standing approval (scope), verified, into the task state and the audit."""
+        _declared()
+
+    @declare(names.END_SCOPE)
+    def end_scope(self, inp: ScopeGrantInput) -> StateBrief:
+        """A signed end of a scope, verified, into the task state and the audit."""
         _declared()
 
     @declare(names.RECORD_INTENT)

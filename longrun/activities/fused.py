@@ -91,7 +91,7 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
                     IntentInput(
                         run_id=inp.run_id, call=inp.call, action_id=action_id, tool=gate.tool,
                         expected_version=gate.state_version, action_hash=gate.action_hash,
-                        uses_approval=gate.rule is GateRule.approval,
+                        uses_approval=gate.rule is GateRule.approval, scope_id=gate.scope_id,
                     )
                 )
                 if intent.outcome == "stale" and intent.state is not None:

@@ -7,16 +7,16 @@ from typing import Any
 
 from longrun.activities.base import ActivityBase, brief
 from longrun.activities.contract import Activities, implements
+from longrun.activities.decisions import end_scopes
 from longrun.context import estimate_message, estimate_request, should_compact
 from longrun.errors import ContextOverflow
-from longrun.models.audit import ApprovalGranted, RunFinished, Steered
+from longrun.models.audit import RunFinished, ScopeEnded, Steered
 from longrun.models.blocks import Message, ToolResultBlock
 from longrun.models.io import (
     AskHumanInput,
     CommitTurnInput,
     CommitTurnResult,
     FinishInput,
-    GrantInput,
     LoadRunResult,
     RecordEventInput,
     RunRef,
@@ -24,7 +24,7 @@ from longrun.models.io import (
     SteerInput,
     SteerResult,
 )
-from longrun.models.state import Approval, NextAction, TaskState
+from longrun.models.state import NextAction, TaskState
 from longrun.store import InvalidInputError
 
 MAX_RESULT_CHARS_IN_TRANSCRIPT = 400_000
@@ -64,39 +64,6 @@ class RunActivities(ActivityBase):
     @implements(Activities.record_event)
     def record_event(self, inp: RecordEventInput) -> None:
         self.audit(inp.run_id, inp.event, actor=inp.actor)
-
-    @implements(Activities.grant_approval)
-    def grant_approval(self, inp: GrantInput) -> StateBrief:
-        """Write a human's approval into TaskState and audit it. Idempotent.
-
-        Re-applied on the head: the approval is bound to its action hash (tool, arguments and the
-        version the action was proposed at), not to the version it happens to be written on."""
-
-        def mutate(state: TaskState) -> TaskState:
-            if any(a.id == inp.approval_id for a in state.approvals):
-                return state
-            approval = Approval(
-                id=inp.approval_id,
-                scope=inp.tool,
-                action_hash=inp.action_hash,
-                approved_by=inp.approver,
-                approved_at=inp.approved_at,
-                expires_at=inp.expires_at,
-            )
-            return state.model_copy(update={"approvals": [*state.approvals, approval]})
-
-        head = self.head(inp.run_id)
-        if any(a.id == inp.approval_id for a in head.approvals):
-            return brief(head)
-        new = self.reapply_on_head(inp.run_id, mutate, f"human:{inp.approver}", f"approval {inp.approval_id}")
-        self.audit(
-            inp.run_id,
-            ApprovalGranted(
-                approval_id=inp.approval_id, approver=inp.approver, expires_at=inp.expires_at, action_hash=inp.action_hash
-            ),
-            actor=f"human:{inp.approver}",
-        )
-        return brief(new)
 
     @implements(Activities.commit_turn)
     def commit_turn(self, inp: CommitTurnInput) -> CommitTurnResult:
@@ -173,7 +140,9 @@ class RunActivities(ActivityBase):
                 update["constraints"] = [*state.constraints, text]
             if state.next_action is NextAction.ask_human:
                 update["next_action"] = NextAction.inspect
-            return state.model_copy(update=update)
+            changed = state.model_copy(update=update)
+            # a new constraint ends every standing approval: it was granted under the old ones
+            return end_scopes(changed, "a constraint was added") if inp.constraint else changed
 
         head = self.head(run_id)
         state = head
@@ -182,6 +151,11 @@ class RunActivities(ActivityBase):
         self.audit(
             run_id, Steered(text=self.redactor.redact(text), as_constraint=inp.constraint, transcript_seq=seq), actor="human"
         )
+        if inp.constraint:
+            for scope in head.scopes:
+                if not scope.ended:
+                    self.audit(run_id, ScopeEnded(scope_id=scope.id, by="human", reason="a constraint was added"),
+                               actor="human")
         return SteerResult(transcript_seq=seq, state=brief(state))
 
     @implements(Activities.ask_human)

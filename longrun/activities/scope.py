@@ -27,7 +27,7 @@ from longrun.models.audit import AuditEvent
 from longrun.models.blocks import Message, ToolUseBlock
 from longrun.models.io import ToolCallRef
 from longrun.models.provider import Usage
-from longrun.models.state import TaskState
+from longrun.models.state import Approval, TaskState
 from longrun.store import Store
 
 
@@ -155,10 +155,24 @@ class ScopedAccess:
             raise InvalidToolCall(f"transcript entry {call.seq} of run {run_id} is missing")
         for block in entries[0].message.content:
             if isinstance(block, ToolUseBlock) and block.id == call.call_id:
+                edited = self.edited_call(run_id, call.seq, call.call_id)
+                arguments = dict(edited[1]) if edited is not None else dict(block.input)
                 if scope is not None:
-                    scope.tool_calls[key] = (block.name, dict(block.input))
-                return block.name, dict(block.input)
+                    scope.tool_calls[key] = (block.name, arguments)
+                return block.name, dict(arguments)
         raise InvalidToolCall(f"tool call {call.call_id} not found in entry {call.seq} of run {run_id}")
+
+    def edited_call(self, run_id: str, seq: int, call_id: str) -> tuple[Approval, dict[str, Any]] | None:
+        """The approval that edited this call and the arguments it approved, once granted: from
+        then on the call *is* the edited one (the gate hashes, and the tool runs, those)."""
+        for approval in self.head(run_id).approvals:
+            edit = approval.edit
+            if edit is not None and edit.call_seq == seq and edit.call_id == call_id:
+                stored = self.store.call_edit(run_id, edit.edit_id)
+                if stored is None:
+                    raise InvalidToolCall(f"edit {edit.edit_id} of run {run_id} is missing from call_edits")
+                return approval, dict(stored["arguments"])
+        return None
 
     def audit(self, run_id: str, event: AuditEvent, actor: str = "system") -> None:
         """Append an audit event: queued in a scope, at once outside one."""

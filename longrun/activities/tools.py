@@ -15,11 +15,13 @@ from temporalio import activity
 
 from longrun.activities.base import ActivityBase, action_id_for, brief
 from longrun.activities.contract import Activities, implements
+from longrun.auth.scopes import PATH_ARGUMENT, constraints_sha256, covering_scope
 from longrun.errors import EffectUndecidable, InvalidToolCall, StaleStateError, ToolError
 from longrun.invariants import GateFacts, evaluate
-from longrun.models.audit import EffectIntent, EffectSettled, GateVerdict, ToolRan
+from longrun.models.audit import EffectIntent, EffectSettled, GateVerdict, ScopeUsed, ToolRan
+from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash
-from longrun.models.gate import CallKind, PriorApproval
+from longrun.models.gate import CallKind, GateRule, PriorApproval
 from longrun.models.io import (
     GateInput,
     GateResult,
@@ -31,7 +33,7 @@ from longrun.models.io import (
     RunToolResult,
     ToolResultRef,
 )
-from longrun.models.state import Effect, EffectStatus, NextAction, TaskState
+from longrun.models.state import Effect, EffectStatus, NextAction, TaskState, utcnow
 from longrun.tools.base import Tool, ToolContext
 
 PREVIEW_CHARS = 300
@@ -44,6 +46,11 @@ def _preview(arguments: dict[str, Any]) -> dict[str, str]:
         text = value if isinstance(value, str) else repr(value)
         out[key] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"... ({len(text)} chars)"
     return out
+
+
+def _clip_value(value: Any, limit: int = 600) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} chars)"
 
 
 def _prior_approval(state: TaskState, ahash: str, now: datetime) -> PriorApproval:
@@ -93,6 +100,9 @@ class ToolActivities(ActivityBase):
         except ToolError as exc:
             args_error = str(exc)
         missing = tuple(r.sha256 for r in state.artifact_refs if not self.store.has_artifact(r.sha256))
+        scope, scope_refusal = (None, "")
+        if needs_approval and kind == "effect" and args_error is None:
+            scope, scope_refusal = covering_scope(state, name, arguments, inp.now)
         decision = evaluate(
             GateFacts(
                 state=state,
@@ -109,6 +119,8 @@ class ToolActivities(ActivityBase):
                 arguments_error=args_error,
                 prior_approval=_prior_approval(state, ahash, inp.now),
                 read_only_run=spec.read_only,
+                scope_id=scope.id if scope is not None else None,
+                scope_refusal=scope_refusal,
             )
         )
         reason = self.redactor.redact(decision.reason)
@@ -135,6 +147,7 @@ class ToolActivities(ActivityBase):
             # only a pending approval shows its arguments; nothing else of the transcript crosses Temporal
             arguments_preview=self.redactor.redact_json(_preview(arguments)) if decision.verdict == "needs_approval" else {},
             state_version=state.state_version,
+            scope_id=scope.id if decision.rule is GateRule.scope and scope is not None else None,
         )
 
     @implements(Activities.record_intent)
@@ -173,13 +186,28 @@ class ToolActivities(ActivityBase):
                     a.model_copy(update={"used": True}) if a.action_hash == inp.action_hash and not a.used else a
                     for a in approvals
                 ]
-            return state.model_copy(update={"effects": [*state.effects, effect], "approvals": approvals})
+            scopes = state.scopes
+            if inp.scope_id is not None:
+                scopes = [sc.model_copy(update={"uses": sc.uses + 1}) if sc.id == inp.scope_id else sc for sc in scopes]
+            return state.model_copy(update={"effects": [*state.effects, effect], "approvals": approvals, "scopes": scopes})
 
+        if inp.scope_id is not None:
+            scope = head.scope(inp.scope_id)
+            refusal = "no such scope" if scope is None else scope.refusal(utcnow(), constraints_sha256(head.constraints))
+            if refusal is not None:  # it ended between the gate and now: back through the gate
+                return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
         try:
             new = self.write_at(inp.run_id, inp.expected_version, mutate, "ledger", f"intent {inp.action_id}")
         except StaleStateError:
             head = self.fresh_head(inp.run_id)
             return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
+        if inp.scope_id is not None:
+            used = new.scope(inp.scope_id)
+            assert used is not None
+            path = str(arguments.get(PATH_ARGUMENT, ""))
+            self.audit(inp.run_id, ScopeUsed(scope_id=used.id, action_id=inp.action_id, tool=inp.tool, path=path,
+                                             action_hash=inp.action_hash, uses_left=used.max_uses - used.uses),
+                       actor=f"human:{used.granted_by}")
         self.audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=1))
         return IntentResult(state_version=new.state_version, attempt=1, state=brief(new))
 
@@ -193,7 +221,7 @@ class ToolActivities(ActivityBase):
         tool = self.registry.get(name)
         arguments = self.registry.validate_arguments(name, arguments)
         ctx = self.tool_context(run_id, inp.action_id, inp.now)
-        effect_status = None
+        effect_status = sandbox = None
         if tool.kind == "state":
             applied = self._run_state_tool(run_id, tool, arguments, inp)
             if applied is None:
@@ -204,10 +232,28 @@ class ToolActivities(ActivityBase):
         elif tool.kind == "read":
             text, is_error = self._run(tool, arguments, ctx)
         else:
-            text, is_error, effect_status = self._run_effect(run_id, tool, arguments, ctx, inp)
-        ref = self._store_result(run_id, inp, name, text, is_error)
+            text, is_error, effect_status, sandbox = self._run_effect(run_id, tool, arguments, ctx, inp)
+            note = self._edit_note(run_id, inp)
+            if note:
+                text = note + "\n" + text
+        ref = self._store_result(run_id, inp, name, text, is_error, sandbox)
         state = self.head(run_id)
         return RunToolResult(result=ref, state=brief(state), effect_status=effect_status)
+
+    def _edit_note(self, run_id: str, inp: RunToolInput) -> str:
+        """What the model must be told when the approver edited the call it proposed: which
+        arguments changed, to what, and by whom ('' for a call nobody edited)."""
+        edited = self.edited_call(run_id, inp.call.seq, inp.call.call_id)
+        if edited is None:
+            return ""
+        approval, now = edited
+        entries = self.store.transcript(run_id, after_seq=inp.call.seq - 1, through_seq=inp.call.seq)
+        proposed = next((dict(b.input) for b in entries[0].message.content
+                         if isinstance(b, ToolUseBlock) and b.id == inp.call.call_id), {}) if entries else {}
+        changed = [k for k in sorted(set(proposed) | set(now)) if proposed.get(k) != now.get(k)]
+        shown = "; ".join(f"{k} is now {_clip_value(now.get(k))}" for k in changed) or "no argument changed"
+        return (f"[note: {approval.approved_by} edited this call before approving it, and it ran with the edited "
+                f"arguments, not the ones you proposed. Changed: {shown}]")
 
     def _run_state_tool(
         self, run_id: str, tool: Tool, arguments: dict[str, Any], inp: RunToolInput
@@ -237,7 +283,8 @@ class ToolActivities(ActivityBase):
 
     def _run_effect(
         self, run_id: str, tool: Tool, arguments: dict[str, Any], ctx: ToolContext, inp: RunToolInput
-    ) -> tuple[str, bool, str]:
+    ) -> tuple[str, bool, str, str | None]:
+        """(text, is_error, the effect's status, where a command ran)."""
         assert tool.run is not None
         state = self.head(run_id)
         effect = state.effect(inp.action_id)
@@ -248,6 +295,7 @@ class ToolActivities(ActivityBase):
                 f"already {effect.status.value} (external id {effect.external_id}); not run again",
                 effect.status is EffectStatus.none,
                 effect.status.value,
+                None,
             )
         retry = activity.in_activity() and activity.info().attempt > 1
         if retry:
@@ -260,7 +308,7 @@ class ToolActivities(ActivityBase):
             verdict = tool.reconcile(arguments, self.tool_context(run_id, inp.action_id, inp.now, before=effect.before))
             if verdict.status == "confirmed":
                 self._settle(run_id, inp.action_id, tool.name, EffectStatus.confirmed, verdict.external_id, "reconciled: " + verdict.detail, "reconciled")
-                return f"already applied (reconciled, external id {verdict.external_id})", False, "confirmed"
+                return f"already applied (reconciled, external id {verdict.external_id})", False, "confirmed", None
             if verdict.status == "undecidable":
                 raise EffectUndecidable(f"cannot tell whether {inp.action_id} happened: {verdict.detail}")
         self.flush_before_effect()  # the verdict and the intent are in the audit before the effect runs
@@ -269,11 +317,11 @@ class ToolActivities(ActivityBase):
                 outcome = tool.run(arguments, ctx)
         except ToolError as exc:
             self._settle(run_id, inp.action_id, tool.name, EffectStatus.none, None, str(exc), "ran")
-            return f"error: {exc}", True, "none"
+            return f"error: {exc}", True, "none", None
         status = EffectStatus.none if outcome.is_error else EffectStatus.confirmed
         external = outcome.external_id or (None if outcome.is_error else inp.action_id)
         self._settle(run_id, inp.action_id, tool.name, status, external, outcome.text.splitlines()[0][:200] if outcome.text else "", "ran")
-        return outcome.text, outcome.is_error, status.value
+        return outcome.text, outcome.is_error, status.value, outcome.sandbox
 
     def _settle(
         self, run_id: str, action_id: str, tool_name: str, status: EffectStatus, external_id: str | None,
@@ -290,13 +338,16 @@ class ToolActivities(ActivityBase):
             ),
         )
 
-    def _store_result(self, run_id: str, inp: RunToolInput, name: str, text: str, is_error: bool) -> ToolResultRef:
+    def _store_result(
+        self, run_id: str, inp: RunToolInput, name: str, text: str, is_error: bool, sandbox: str | None = None
+    ) -> ToolResultRef:
         text = self.redactor.redact(text)
-        sha = self.store.put_artifact(text.encode("utf-8"))
+        sha = self.store.put_artifact(text.encode("utf-8"), run_id=run_id)
         first = text.splitlines()[0][:200] if text else ""
         self.audit(
             run_id,
-            ToolRan(tool=name, call_id=inp.call.call_id, is_error=is_error, artifact_sha256=sha, output_bytes=len(text.encode()), summary=first),
+            ToolRan(tool=name, call_id=inp.call.call_id, is_error=is_error, artifact_sha256=sha, output_bytes=len(text.encode()), summary=first,
+                    sandbox=sandbox),
         )
         return ToolResultRef(call_id=inp.call.call_id, tool=name, is_error=is_error, artifact_sha256=sha)
 

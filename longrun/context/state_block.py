@@ -77,6 +77,12 @@ def state_view(state: TaskState, notes_tokens: int | None = None) -> dict[str, A
         "notes": notes,
         "artifact_refs": [{"sha256": r.sha256, "uri": r.uri} for r in state.artifact_refs],
     }
+    if state.scopes:  # only when there are any, so a run without scopes sends the same bytes as before
+        view["scopes"] = [
+            {"id": sc.id, "tools": list(sc.tools), "paths": list(sc.paths), "uses_left": max(0, sc.max_uses - sc.uses),
+             "expires_at": sc.expires_at.isoformat(), "granted_by": sc.granted_by, "in_force": not sc.ended}
+            for sc in state.scopes
+        ]
     if older:
         view[OLDER_NOTES_KEY] = (f"{len(older)} older notes are not shown: they are in the summary's fact ledger "
                                  "(as `note:` lines) and in the state history")

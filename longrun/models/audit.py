@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from longrun.models.context import CompactionReport, Trigger
 from longrun.models.gate import Verdict
 from longrun.models.provider import Usage
+from longrun.models.signed import Proof
 
 
 class _Event(BaseModel):
@@ -68,11 +69,17 @@ class ApprovalRequested(_Event):
 
 
 class ApprovalGranted(_Event):
+    """A verified, signed approval written into the task state. `proof` is the signed record
+    `audit --verify` re-checks; `original_action_hash` is set when the approver edited the call."""
+
     kind: Literal["approval_granted"] = "approval_granted"
     approval_id: str
     approver: str
     expires_at: datetime
     action_hash: str
+    proof: Proof | None = None
+    original_action_hash: str | None = None
+    edit_id: int | None = None
 
 
 class ApprovalRejected(_Event):
@@ -80,6 +87,8 @@ class ApprovalRejected(_Event):
     approval_id: str
     approver: str
     reason: str
+    action_hash: str | None = None
+    proof: Proof | None = None
 
 
 class ApprovalExpired(_Event):
@@ -104,6 +113,42 @@ class ApprovalFailed(_Event):
     approval_id: str
     approver: str
     reason: str
+
+
+class ScopeGranted(_Event):
+    """A verified, signed standing approval (`longrun grant`)."""
+
+    kind: Literal["scope_granted"] = "scope_granted"
+    scope_id: str
+    approver: str
+    tools: list[str]
+    paths: list[str]
+    max_uses: int
+    expires_at: datetime
+    proof: Proof
+
+
+class ScopeUsed(_Event):
+    """One action a scope covered (in the same audit batch as the effect's intent)."""
+
+    kind: Literal["scope_used"] = "scope_used"
+    scope_id: str
+    action_id: str
+    tool: str
+    path: str
+    action_hash: str
+    uses_left: int
+
+
+class ScopeEnded(_Event):
+    """A scope stopped covering actions: revoked by a signed `revoke-grant` (`proof`), or a
+    constraint arrived (`by` is then the instruction's actor)."""
+
+    kind: Literal["scope_ended"] = "scope_ended"
+    scope_id: str
+    by: str
+    reason: str
+    proof: Proof | None = None
 
 
 class EffectIntent(_Event):
@@ -131,6 +176,9 @@ class ToolRan(_Event):
     artifact_sha256: str | None = None
     output_bytes: int = 0
     summary: str = ""
+    sandbox: str | None = Field(
+        default=None, description="where a command ran: `bwrap (no network)`, `unshare (...)`, `none (...)`"
+    )
 
 
 class CompactionStarted(_Event):
@@ -225,7 +273,7 @@ class NotificationFailed(_Event):
 
 
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
     Field(discriminator="kind"),
 ]
 

@@ -32,6 +32,8 @@ class GateRule(str, Enum):
     approval = "approval"
     approval_expired = "approval_expired"
     """The approval bound to this exact action expired unused: the run asks a human."""
+    scope = "scope"
+    """A standing approval (`longrun grant`) covers the call; the intent uses one of its uses."""
     effects = "effects"
     artifacts = "artifacts"
     evidence = "evidence"

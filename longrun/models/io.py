@@ -16,6 +16,7 @@ from longrun.models.context import CompactionReport, Trigger
 from longrun.models.gate import CallKind, GateRule, Verdict
 from longrun.models.provider import Usage
 from longrun.models.run import PendingApproval
+from longrun.models.signed import Proof
 from longrun.models.spec import RunCaps
 
 FinalStatus = Literal["completed", "failed", "cancelled"]
@@ -82,15 +83,44 @@ class SayInput(_IO):
 
 
 class ApproveInput(_IO):
+    """An approval: the principal's signed decision record (`proof`, verified by the grant
+    activity against the registered key) and, for `approve --edit`, the id of the stored edit.
+    Histories recorded before signed decisions carry no proof."""
+
     approval_id: str
     approver: str
     ttl_seconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
+    proof: Proof | None = None
+    edit_id: int | None = Field(default=None, ge=1)
 
 
 class RejectInput(_IO):
     approval_id: str
     approver: str
     reason: str = Field(min_length=1, max_length=2_000)
+    proof: Proof | None = None
+
+
+class ScopeInput(_IO):
+    """A standing approval (`longrun grant`) or its end (`longrun revoke-grant`), signed."""
+
+    approver: str
+    proof: Proof
+
+
+class ScopeGrantInput(_IO):
+    run_id: str
+    approver: str
+    proof: Proof
+
+
+class RejectApprovalInput(_IO):
+    run_id: str
+    approval_id: str
+    approver: str
+    action_hash: str
+    reason: str
+    proof: Proof | None = None
 
 
 class RunRef(_IO):
@@ -109,7 +139,6 @@ class LoadRunResult(_IO):
     webhooks: list[str] = Field(
         default_factory=list, description="names of the webhooks to notify: the spec's and the workers' defaults"
     )
-
 
 
 class ReconcileResult(_IO):
@@ -174,6 +203,7 @@ class GateResult(_IO):
     kind: CallKind
     arguments_preview: dict[str, Any] = Field(default_factory=dict)
     state_version: int = Field(description="the head version the gate checked the call against")
+    scope_id: str | None = Field(default=None, description="the standing approval that covers the call, if one does")
 
 
 class RecordEventInput(_IO):
@@ -190,6 +220,10 @@ class GrantInput(_IO):
     tool: str
     approved_at: datetime
     expires_at: datetime
+    proof: Proof | None = None
+    state_version: int | None = Field(default=None, description="the version the action was proposed at")
+    call: ToolCallRef | None = None
+    edit_id: int | None = None
 
 
 class IntentInput(_IO):
@@ -202,6 +236,7 @@ class IntentInput(_IO):
     )
     action_hash: str
     uses_approval: bool
+    scope_id: str | None = Field(default=None, description="the standing approval whose use this intent takes")
 
 
 class IntentResult(_IO):

@@ -38,6 +38,8 @@ class PendingApproval(BaseModel):
     state_version: int
     requested_at: datetime
     expires_at: datetime
+    call_seq: int | None = Field(default=None, description="the transcript entry holding the call (for edits)")
+    call_id: str | None = None
 
 
 class RunStatusView(BaseModel):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
@@ -16,7 +16,6 @@ from longrun.models.state import MAX_TEXT
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
 WEBHOOK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 """A webhook's name: lower case, so that it maps to one `LONGRUN_WEBHOOK_<NAME>_URL` variable."""
-
 
 
 def check_model_name(v: str) -> str:
@@ -117,6 +116,20 @@ class RunSpec(BaseModel):
     caps: RunCaps = Field(default_factory=RunCaps)
     approval_ttl_seconds: int = Field(default=1800, ge=1, description="default lifetime of an approval")
     command_timeout_seconds: int = Field(default=120, ge=1)
+    sandbox: Literal["auto", "bwrap", "unshare", "none"] = Field(
+        default="auto",
+        description="where `run_command` runs: `bwrap` (bubblewrap), `unshare` (util-linux namespaces), `none` "
+        "(no sandbox: an explicit choice, the command sees what the worker sees) or `auto`: the worker's "
+        "LONGRUN_SANDBOX, else bwrap when it works, else unshare, else commands are refused",
+    )
+    allow_network: bool = Field(default=False, description="commands keep the host's network (default: none)")
+    command_memory_mb: int = Field(default=4096, ge=64, description="data-segment limit of each command process, MiB")
+    allow_autorun_paths: list[str] = Field(
+        default_factory=list, max_length=100,
+        description="workspace-relative files or folders that run on their own (`.github/workflows/ci.yml`, `.husky/`, "
+        "`.envrc`, `.vscode/tasks.json`, `.git/...`, the core.hooksPath) which write_file and apply_patch may write; "
+        "default: none",
+    )
     continue_as_new_every: int = Field(default=50, ge=2, description="turns between continue-as-new, at most")
     read_only: bool = Field(default=False, description="a subagent: read-only tools, no approvals, no `task`")
     subagent_width: int = Field(default=4, ge=1, le=16, description="subagents running at once, at most")

@@ -65,8 +65,19 @@ class Decision(_Strict):
     at: datetime
 
 
+class ApprovalEdit(_Strict):
+    """The approver changed the proposed call's arguments before approving it: the approval is
+    bound to the edited call, whose arguments are `call_edits` row `edit_id`."""
+
+    edit_id: int = Field(ge=1)
+    call_seq: int = Field(ge=1)
+    call_id: str = Field(min_length=1, max_length=200)
+    original_action_hash: Sha256
+
+
 class Approval(_Strict):
-    """A human's approval of one exact action (bound by `action_hash`), used once, expiring."""
+    """A human's approval of one exact action (bound by `action_hash`), used once, expiring.
+    Granted only from a signed decision the worker verified (`key_id` names the key)."""
 
     id: str = Field(min_length=1, max_length=200)
     scope: str = Field(min_length=1, max_length=200, description="the tool the approval covers")
@@ -75,9 +86,42 @@ class Approval(_Strict):
     approved_at: datetime
     expires_at: datetime
     used: bool = False
+    key_id: str | None = Field(default=None, max_length=32, description="the key that signed it (None: before signing)")
+    edit: ApprovalEdit | None = None
 
     def valid_at(self, now: datetime) -> bool:
         return not self.used and now < self.expires_at
+
+
+class Scope(_Strict):
+    """A standing, signed approval for many actions: the listed tools on workspace paths matching
+    the globs, at most `max_uses` times, until `expires_at`, while the constraints stay the ones
+    it was granted under (their hash). `ended` says why it is no longer in force (revoked, a new
+    constraint); empty while it is."""
+
+    id: str = Field(pattern=r"^scp-[0-9a-f]{16}$")
+    tools: list[str] = Field(min_length=1, max_length=20)
+    paths: list[str] = Field(min_length=1, max_length=50)
+    max_uses: int = Field(ge=1)
+    uses: int = Field(default=0, ge=0)
+    granted_by: str = Field(min_length=1, max_length=200)
+    key_id: str = Field(max_length=32)
+    granted_at: datetime
+    expires_at: datetime
+    constraints_sha256: Sha256
+    ended: str = Field(default="", max_length=500)
+
+    def refusal(self, now: datetime, constraints_sha256: str) -> str | None:
+        """Why the scope cannot cover a use now (None: it can)."""
+        if self.ended:
+            return f"scope {self.id} ended: {self.ended}"
+        if now >= self.expires_at:
+            return f"scope {self.id} expired at {self.expires_at.isoformat()}"
+        if self.uses >= self.max_uses:
+            return f"scope {self.id} is used up ({self.uses} of {self.max_uses} uses)"
+        if constraints_sha256 != self.constraints_sha256:
+            return f"scope {self.id} was granted under other constraints (one was added since)"
+        return None
 
 
 class Effect(_Strict):
@@ -110,6 +154,7 @@ class TaskState(_Strict):
     next_action: NextAction = NextAction.inspect
     decisions: list[Decision] = Field(default_factory=list)
     approvals: list[Approval] = Field(default_factory=list)
+    scopes: list[Scope] = Field(default_factory=list)
     effects: list[Effect] = Field(default_factory=list)
     artifact_refs: list[ArtifactRef] = Field(default_factory=list)
     notes: list[ShortText] = Field(default_factory=list)
@@ -120,6 +165,9 @@ class TaskState(_Strict):
 
     def effect(self, action_id: str) -> Effect | None:
         return next((e for e in self.effects if e.action_id == action_id), None)
+
+    def scope(self, scope_id: str) -> Scope | None:
+        return next((s for s in self.scopes if s.id == scope_id), None)
 
     def approval_for(self, action_hash: str, now: datetime) -> Approval | None:
         """The unused, unexpired approval bound to exactly this action, if any."""

@@ -4,7 +4,10 @@
     longrun worker                  a worker in the foreground (several may run)
     longrun start ...               start a run (prints its id)
     longrun status|watch RUN        where a run stands / follow it live
-    longrun approve|reject RUN      answer a pending approval
+    longrun approve|reject RUN      answer a pending approval (signed with your key)
+    longrun grant|revoke-grant RUN  a signed standing approval for many edits, and its end
+    longrun approvers add|list|revoke   principals and their Ed25519 keys
+    longrun show RUN [APPROVAL]     the whole of an approval request: arguments, diff, action hash
     longrun pause|resume|cancel RUN, longrun say RUN TEXT
     longrun compact-now RUN         compact the run's context after the current turn
     longrun audit RUN [--verify]    the full timeline from PostgreSQL, hash chains checked

@@ -31,7 +31,7 @@ from longrun.models.audit import (
     RunFinished,
     ToolRan,
 )
-from longrun.models.io import AgentRunInput, ApproveInput, RejectInput, SayInput, StatusQueryResult
+from longrun.models.io import AgentRunInput, SayInput, StatusQueryResult
 from longrun.models.provider import Usage
 from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.models.spec import RunSpec
@@ -71,10 +71,14 @@ def new_run_id() -> str:
 async def start_run(
     client: Client, store: Store, spec: RunSpec, *, task_queue: str, run_id: str | None = None
 ) -> str:
-    """Record the run in Postgres, then start its workflow (id = run id)."""
+    """Record the run in Postgres, then start its workflow (id = run id). Every approver must be
+    a registered principal with the approver role and an active key (`longrun approvers add`)."""
     workspace = Path(spec.workspace)
     if not workspace.is_dir():
         raise ConfigError(f"workspace {spec.workspace} does not exist or is not a directory; pass an existing folder")
+    problems = store.approver_problems(spec.approvers)
+    if problems:
+        raise ConfigError("cannot start the run: " + "; ".join(problems))
     run_id = run_id or new_run_id()
     message = opening_message(spec)
     store.create_run(run_id, spec, opening=message, opening_token_estimate=estimate_message(message))
@@ -106,7 +110,8 @@ async def _update(client: Client, run_id: str, name: str, arg: BaseModel | None 
         return str(await h.execute_update(name, arg, result_type=str))
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise ApprovalError(getattr(cause, "message", None) or str(cause or exc)) from exc
+        audited = getattr(cause, "type", None) == "RefusalAudited"  # workflows.approvals.REFUSAL_AUDITED
+        raise ApprovalError(getattr(cause, "message", None) or str(cause or exc), audited=audited) from exc
     except RPCError as exc:
         if "not found" in str(exc).lower():
             raise RunNotFoundError(run_id) from exc
@@ -127,31 +132,24 @@ def record_refusal(store: Store | None, run_id: str, approval_id: str, approver:
         )
 
 
-async def _decide(
-    client: Client, store: Store | None, run_id: str, approval_id: str, approver: str, name: str, arg: BaseModel
-) -> str:
-    try:
-        return await _update(client, run_id, name, arg)
-    except (ApprovalError, RunNotFoundError) as exc:
-        record_refusal(store, run_id, approval_id, approver, str(exc))
-        raise
-
-
 async def approve(
-    client: Client, run_id: str, approval_id: str, approver: str, ttl_seconds: int | None = None, *, store: Store | None = None
+    client: Client, run_id: str, approval_id: str, approver: Any, ttl_seconds: int | None = None, *,
+    store: Store | None = None, **kwargs: Any,
 ) -> str:
-    """Approve the pending action. Refused: `ApprovalError` with the reason, recorded in the audit
-    log when `store` is given."""
-    inp = ApproveInput(approval_id=approval_id, approver=approver, ttl_seconds=ttl_seconds)
-    return await _decide(client, store, run_id, approval_id, approver, "approve", inp)
+    """Approve the pending action with a signed decision (`longrun.service.decide.approve`)."""
+    from longrun.service import decide
+
+    return await decide.approve(client, run_id, approval_id, approver, ttl_seconds, store=store, **kwargs)
 
 
 async def reject(
-    client: Client, run_id: str, approval_id: str, approver: str, reason: str, *, store: Store | None = None
+    client: Client, run_id: str, approval_id: str, approver: Any, reason: str, *, store: Store | None = None,
+    **kwargs: Any,
 ) -> str:
-    """Reject the pending action (refusals as for `approve`)."""
-    inp = RejectInput(approval_id=approval_id, approver=approver, reason=reason)
-    return await _decide(client, store, run_id, approval_id, approver, "reject", inp)
+    """Reject the pending action with a signed decision (`longrun.service.decide.reject`)."""
+    from longrun.service import decide
+
+    return await decide.reject(client, run_id, approval_id, approver, reason, store=store, **kwargs)
 
 
 async def say(client: Client, store: Store, run_id: str, text: str, constraint: bool = False) -> str:

@@ -5,7 +5,9 @@ samples/forensic-demo (a small invoicing library with a planted bug and its test
 workspace, and starts a review with the `scripted` model: a deterministic offline stand-in for a
 model, not an LLM, so the demo needs no API key and no network. The context budget is small on
 purpose, so compaction happens and shows. The run stops at the approval of its edit; the demo
-approves it as `demo-approver`, on your behalf, and says so. Then it prints the findings, the
+approves it as `demo-approver`, on your behalf, and says so: the demo registers that principal
+and makes its key in `$LONGRUN_HOME/keys/` (the public half in Postgres), and signs the approval
+with it, so the worker verifies it like any person's. Then it prints the findings, the
 context meter over the run (in the terminal and as an SVG image) and the audit summary with the
 hash chains verified.
 """
@@ -25,10 +27,12 @@ from typing import Any
 
 from temporalio.client import Client
 
+from longrun.auth import Signer, key_id_of, new_key, public_pem, write_private_key
+from longrun.auth.audit_check import verify_decisions
 from longrun.models.audit import CompactionDone, ModelCalled, ToolRan
 from longrun.models.run import RunStatus
 from longrun.models.spec import ContextPolicy, RunSpec
-from longrun.models.state import TaskState
+from longrun.models.state import TaskState, utcnow
 from longrun.service import client as api
 from longrun.service import devstack, render
 from longrun.service.commands.audit import summary, summary_lines, timeline
@@ -107,6 +111,9 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     out(f"context budget: {render.tokens(limit)} tokens per request, compaction trigger {render.tokens(trigger)}")
 
     settings = Settings.from_env()
+    signer = ensure_demo_approver(info.owner_url or settings.owner_database_url, home)
+    out(f"approver: {APPROVER}, a principal this demo registered; its private key is {signer.path}")
+    out("  (the demo signs the approval with it on your behalf; the worker verifies the signature)")
     store = api.open_store(settings)
     client = await api.connect(settings)
     from longrun.service.worker import build_worker
@@ -117,7 +124,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         async with worker:
             out(f"worker: in this process, task queue {queue!r}")
             run_id = await api.start_run(client, store, spec, task_queue=queue)
-            code = await asyncio.wait_for(_drive(client, store, run_id, workspace), DEMO_TIMEOUT)
+            code = await asyncio.wait_for(_drive(client, store, run_id, workspace, signer), DEMO_TIMEOUT)
     except TimeoutError:
         raise CliError(f"the demo run did not finish within {DEMO_TIMEOUT:.0f} s; see `longrun status` and "
                        f"`longrun audit` for where it stopped") from None
@@ -132,7 +139,27 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     return code
 
 
-async def _drive(client: Client, store: Store, run_id: str, workspace: Path) -> int:
+def ensure_demo_approver(owner_url: str | None, home: Path) -> Signer:
+    """The demo's principal and key: reused when the key in `home/keys` is registered and active,
+    else made anew (a fresh database under an old home has never seen the old key)."""
+    if not owner_url:
+        raise CliError("the demo needs the database owner's URL to register its approver; run it on the embedded stack")
+    path = home / "keys" / f"{APPROVER}.pem"
+    with Store.from_url(owner_url) as store:
+        if path.is_file():
+            signer = Signer.load(APPROVER, path)
+            credential = store.credential(signer.key_id)
+            if credential is not None and credential.principal == APPROVER and credential.status_at(utcnow()) == "active":
+                return signer
+            path.unlink()
+        key = new_key()
+        write_private_key(key, path)
+        store.add_principal(APPROVER, ["viewer", "approver"], actor="demo")
+        store.add_credential(APPROVER, key_id_of(key.public_key()), public_pem(key.public_key()), expires_at=None)
+    return Signer(principal=APPROVER, key=key, path=path)
+
+
+async def _drive(client: Client, store: Store, run_id: str, workspace: Path, signer: Signer) -> int:
     section(f"2. run {run_id}: progress")
     watcher = Watcher(client, store, run_id, emit=out)
     status = await watcher.follow(lambda s: s.status is RunStatus.waiting_approval, interval=0.2)
@@ -145,8 +172,8 @@ async def _drive(client: Client, store: Store, run_id: str, workspace: Path) -> 
             out(f"  the edit, in {pending.arguments['path']}:")
             out(f"    - {pending.arguments['old'].strip()}")
             out(f"    + {pending.arguments['new'].strip()}")
-        out(f"approving as {APPROVER} (the demo approves on your behalf)")
-        out("  " + await api.approve(client, run_id, pending.approval_id, APPROVER))
+        out(f"approving as {APPROVER}, signed with key {signer.key_id} (the demo approves on your behalf)")
+        out("  " + await api.approve(client, run_id, pending.approval_id, signer, store=store))
         section("4. run: after the approval")
         status = await watcher.follow(lambda s: False, interval=0.2)
     if status.status is not RunStatus.completed:
@@ -201,11 +228,13 @@ def _report(
     verdict = store.verify_chain(run_id)
     for line in summary_lines(summary(store, run_id, rows), verdict):
         out(line)
+    decisions = verify_decisions(store, run_id)
+    out(("  decisions verified: " if decisions.ok else "  DECISIONS DO NOT VERIFY: ") + str(decisions))
 
     section("done")
     out(f"run {run_id} completed in {elapsed:.1f} s.")
     out("look closer:")
-    out(f"  longrun audit {run_id}           the full timeline (--verify checks the chains)")
+    out(f"  longrun audit {run_id}           the full timeline (--verify checks the chains and signatures)")
     out(f"  longrun usage {run_id}           tokens per model request")
     out(f"  longrun status {run_id}")
     if info.temporal_ui:

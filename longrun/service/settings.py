@@ -10,7 +10,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
+from longrun.errors import ConfigError
+from longrun.tools.sandbox import SANDBOX_MODES, SandboxMode
 from longrun.webhooks.config import DEFAULTS_VARIABLE as WEBHOOKS_VARIABLE
 from longrun.webhooks.config import parse_names as parse_webhook_names
 
@@ -42,11 +45,20 @@ class Settings:
     home: Path
     database_url: str | None
     temporal_address: str
+    owner_database_url: str | None = None
+    """The schema owner's URL: registering and revoking approvers' keys needs it (the app role
+    may only read them). `LONGRUN_OWNER_DATABASE_URL`, else the dev stack's."""
     namespace: str = DEFAULT_NAMESPACE
     task_queue: str = DEFAULT_TASK_QUEUE
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     default_model: str = "scripted"
+    sandbox: SandboxMode = "auto"
+    """LONGRUN_SANDBOX: where commands of runs whose spec says `sandbox: auto` run (auto, bwrap,
+    unshare, none; see longrun/tools/sandbox.py)."""
+    sandbox_expose: tuple[str, ...] = ()
+    """LONGRUN_SANDBOX_EXPOSE (paths separated by `:`): toolchains inside the worker's hidden home
+    that commands need, bound back read-only."""
     webhooks: tuple[str, ...] = ()
     """LONGRUN_WEBHOOKS (names, comma-separated): webhooks this worker notifies for every run it
     starts, beside those the run's spec names (docs/NOTIFICATIONS.md)."""
@@ -56,9 +68,14 @@ class Settings:
         home = longrun_home()
         stack = _stack_file(home)
         key = os.environ.get("ANTHROPIC_API_KEY") or None
+        sandbox = os.environ.get("LONGRUN_SANDBOX") or "auto"
+        if sandbox not in SANDBOX_MODES:
+            raise ConfigError(f"LONGRUN_SANDBOX={sandbox!r} is not one of {', '.join(SANDBOX_MODES)}")
         return cls(
             home=home,
             database_url=os.environ.get("LONGRUN_DATABASE_URL") or stack.get("database_url"),
+            owner_database_url=os.environ.get("LONGRUN_OWNER_DATABASE_URL") or os.environ.get("LONGRUN_DATABASE_URL")
+            or stack.get("owner_url") or stack.get("database_url"),
             temporal_address=os.environ.get("TEMPORAL_ADDRESS")
             or stack.get("temporal_address")
             or f"127.0.0.1:{DEFAULT_TEMPORAL_PORT}",
@@ -67,5 +84,7 @@ class Settings:
             anthropic_api_key=key,
             anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
             default_model=os.environ.get("LONGRUN_MODEL") or (DEFAULT_CLAUDE if key else "scripted"),
+            sandbox=cast(SandboxMode, sandbox),
+            sandbox_expose=tuple(p for p in os.environ.get("LONGRUN_SANDBOX_EXPOSE", "").split(os.pathsep) if p),
             webhooks=parse_webhook_names(os.environ.get(WEBHOOKS_VARIABLE, "")),
         )

@@ -23,6 +23,7 @@ from longrun.providers import Provider, get_provider
 from longrun.service.settings import Settings
 from longrun.store import Store
 from longrun.tools import ToolRegistry, default_registry
+from longrun.tools.sandbox import SandboxPolicy
 from longrun.webhooks.config import WebhookDirectory
 from longrun.workflows.agent_run import AgentRunWorkflow
 
@@ -44,6 +45,14 @@ class ProviderCache:
         return self._cache[model]
 
 
+def worker_sandbox(settings: Settings) -> SandboxPolicy:
+    """The worker's sandbox defaults: LONGRUN_SANDBOX for specs that say `auto`, $LONGRUN_HOME
+    hidden from commands (the stack's data, its URLs and keys), LONGRUN_SANDBOX_EXPOSE bound back."""
+    return SandboxPolicy(
+        mode=settings.sandbox, hide=(str(settings.home),), expose=settings.sandbox_expose
+    )
+
+
 def build_worker(
     client: Client,
     store: Store,
@@ -62,6 +71,7 @@ def build_worker(
         registry=registry or default_registry(),
         provider_for=provider_for or ProviderCache(settings),
         heartbeat_every=heartbeat_every,
+        sandbox=worker_sandbox(settings),
         webhooks=WebhookDirectory.from_env(defaults=settings.webhooks),
     )
     activities = AgentActivities(deps)

@@ -5,6 +5,11 @@ Rules:
 
 - an artifact is named by the sha256 of its bytes; storing the same bytes again is a no-op, and
   nothing ever changes stored bytes;
+- a run that stores an artifact is linked to it (`run_artifacts`, migration 0005), and a run reads
+  artifacts only within its family: itself, its parent and its children (`get_family_artifact`,
+  `resolve_family_artifact_prefix`, what `read_artifact` uses). The bytes are global, the right
+  to read them is not: another run's hash, or a prefix of it seen in an audit log, is refused
+  with the same message as a hash nobody stored;
 - a projection is never written over a newer one: it is refused when the head state moved past the
   version the compaction started from, or when an equal or newer projection version is stored
   (`StaleProjectionError`); projections are append-only, the newest is current;
@@ -46,6 +51,31 @@ ON CONFLICT (sha256) DO NOTHING
 """
 """One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op."""
 
+_LINK_SQL = """
+INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
+ON CONFLICT (run_id, sha256) DO NOTHING
+"""
+
+_FAMILY = """
+SELECT r.run_id FROM runs r
+WHERE r.run_id = %(run_id)s OR r.parent_run_id = %(run_id)s
+   OR r.run_id = (SELECT p.parent_run_id FROM runs p WHERE p.run_id = %(run_id)s)
+"""
+"""The run, its children and its parent."""
+
+_FAMILY_GET_SQL = f"""
+SELECT a.data FROM artifacts a
+WHERE a.sha256 = %(sha256)s
+  AND EXISTS (SELECT FROM run_artifacts l WHERE l.sha256 = a.sha256 AND l.run_id IN ({_FAMILY}))
+"""
+
+_FAMILY_PREFIX_SQL = f"""
+SELECT DISTINCT l.sha256 FROM run_artifacts l
+WHERE l.sha256 >= %(prefix)s AND l.sha256 < %(upper)s AND l.sha256 LIKE %(like)s
+  AND l.run_id IN ({_FAMILY})
+ORDER BY l.sha256 LIMIT 2
+"""
+
 _LATEST_PROJECTION_SQL = """
 SELECT p.version, p.base_state_version, p.covers_through_seq, p.content, p.report
 FROM runs r LEFT JOIN LATERAL (
@@ -59,11 +89,15 @@ WHERE r.run_id = %(run_id)s
 class ArtifactsMixin(StoreCore):
     """Artifacts by sha256, and a run's projections by version."""
 
-    def put_artifact(self, data: bytes, media_type: str = "text/plain") -> str:
-        """Store bytes once under their sha256 (a second put of the same bytes is a no-op).
+    def put_artifact(self, data: bytes, media_type: str = "text/plain", *, run_id: str | None = None) -> str:
+        """Store bytes once under their sha256 (a second put of the same bytes is a no-op), and
+        link them to `run_id`, the run that stored them (what a run's tools may read back).
 
         Returns:
             The sha256 hex digest that names the artifact.
+
+        Raises:
+            RunNotFoundError: `run_id` names no run (the bytes are stored, unlinked).
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise InvalidInputError(f"data: expected bytes, got {type(data).__name__} (encode text first)")
@@ -74,11 +108,68 @@ class ArtifactsMixin(StoreCore):
         digest = sha256_hex(blob)
 
         def write(c: psycopg.Connection) -> None:
+            now = utcnow()
             c.execute(_PUT_SQL, {"sha256": digest, "data": blob, "media_type": media_type, "size": len(blob),
-                                 "now": utcnow()})
+                                 "now": now})
+            if run_id is not None:
+                self._link(c, run_id, digest, now)
 
         self._autocommit("put_artifact", write)
         return digest
+
+    def link_artifact(self, run_id: str, sha256: str) -> None:
+        """Let `run_id` read an artifact stored already (idempotent).
+
+        Raises:
+            RunNotFoundError: no such run. StoreError: no such artifact."""
+        self._autocommit("link_artifact", lambda c: self._link(c, run_id, sha256, utcnow()))
+
+    @staticmethod
+    def _link(c: psycopg.Connection, run_id: str, sha256: str, now: Any) -> None:
+        try:
+            c.execute(_LINK_SQL, {"run_id": run_id, "sha256": sha256, "now": now})
+        except psycopg.errors.ForeignKeyViolation as exc:
+            if "run_id" in str(exc):
+                raise RunNotFoundError(run_id) from exc
+            raise StoreError(f"no artifact with sha256 {sha256} to link to run {run_id}") from exc
+
+    def get_family_artifact(self, run_id: str, sha256: str) -> bytes:
+        """The bytes of an artifact the run, its parent or one of its children stored.
+
+        Raises:
+            InvalidInputError: no run of the family stored it (whether another run did is not said)."""
+
+        def read(c: psycopg.Connection) -> bytes:
+            row = c.execute(_FAMILY_GET_SQL, {"sha256": sha256, "run_id": run_id}, binary=True).fetchone()
+            if row is None:
+                raise InvalidInputError(
+                    f"no artifact with sha256 {sha256} belongs to this run, its parent or its children"
+                )
+            return bytes(row[0])
+
+        return self._autocommit("get_family_artifact", read)
+
+    def resolve_family_artifact_prefix(self, run_id: str, prefix: str) -> str:
+        """The full sha256 of the one artifact of the run's family (itself, its parent, its
+        children) whose hash starts with `prefix` (12 to 64 lowercase hex digits).
+
+        Raises:
+            InvalidInputError: a malformed prefix, or no artifact of the family or more than one
+                matches it (another run's artifacts are never considered)."""
+        if not isinstance(prefix, str) or not 12 <= len(prefix) <= 64 or prefix.strip("0123456789abcdef"):
+            raise InvalidInputError(f"sha256 prefix: expected 12 to 64 lowercase hex digits, got {prefix!r}")
+
+        def read(c: psycopg.Connection) -> list[str]:
+            rows = c.execute(_FAMILY_PREFIX_SQL, {"prefix": prefix, "upper": prefix + "g", "like": prefix + "%",
+                                                  "run_id": run_id}).fetchall()
+            return [str(r[0]) for r in rows]
+
+        found = self._autocommit("resolve_family_artifact_prefix", read)
+        if not found:
+            raise InvalidInputError(f"no artifact of this run, its parent or its children has a sha256 starting with {prefix}")
+        if len(found) > 1:
+            raise InvalidInputError(f"more than one artifact's sha256 starts with {prefix}; give more digits or the full hash")
+        return found[0]
 
     def get_artifact(self, sha256: str) -> bytes:
         """Raises:

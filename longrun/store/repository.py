@@ -13,6 +13,7 @@ the audit log and queued instructions.
 | `audit` | the hash-chained audit log |
 | `artifacts` | content-addressed artifacts and compaction projections |
 | `instructions` | the inbox of a human's `say` instructions |
+| `principals` | principals, their public keys, and approvers' argument edits |
 | `verify` | `verify_chain` |
 
 The names below `Store` are re-exported here because callers import them from this module.
@@ -36,12 +37,13 @@ from longrun.store.core import (
     translate_db_error,
 )
 from longrun.store.instructions import InstructionsMixin
+from longrun.store.principals import PrincipalsMixin
 from longrun.store.runs import RunsMixin
 from longrun.store.state import StateMixin
 from longrun.store.verify import VerifyMixin
 
 
-class Store(RunsMixin, StateMixin, ArtifactsMixin, InstructionsMixin, VerifyMixin):
+class Store(RunsMixin, StateMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, VerifyMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

@@ -37,7 +37,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSON, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from longrun.models.canonical import GENESIS_HASH
@@ -54,8 +54,10 @@ RUN_ID_MAX = 200
 ACTOR_MAX = 200
 HASH_LEN = 64
 
-APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events", "instructions")
-"""Tables whose rows are never updated or deleted (a trigger refuses it)."""
+APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events", "instructions",
+                      "run_artifacts")
+"""Tables whose rows are never updated or deleted (a trigger refuses it). `call_edits` is too, and
+`credentials` may only be revoked (migration 0004; `tests/test_principals.py`)."""
 
 CHAINED_TABLES = ("task_state_versions", "transcript_entries", "audit_events")
 """Append-only tables whose rows are hash-chained per run."""
@@ -176,6 +178,19 @@ class ArtifactRow(Base):
     )
 
 
+class RunArtifactRow(Base):
+    """Which run stored which artifact (append-only, migration 0005): `read_artifact` resolves a
+    reference only among the artifacts of the run, its parent and its children."""
+
+    __tablename__ = "run_artifacts"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    sha256: Mapped[str] = mapped_column(String(HASH_LEN), ForeignKey("artifacts.sha256"), index=True)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (PrimaryKeyConstraint("run_id", "sha256"),)
+
+
 class ProjectionRow(Base):
     """A compacted view of a run's transcript (append-only; the newest version is current)."""
 
@@ -240,6 +255,64 @@ class InstructionRow(Base):
     )
 
 
+class PrincipalRow(Base):
+    """A person (or service) who may view, approve or operate, with roles. Never deleted."""
+
+    __tablename__ = "principals"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    roles: Mapped[list[str]] = mapped_column(ARRAY(String(20)), nullable=False)
+    created_by: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        CheckConstraint("name ~ '^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$'", name="name_pattern"),
+        CheckConstraint("roles <@ ARRAY['viewer', 'approver', 'operator']::varchar[]", name="roles_known"),
+    )
+
+
+class CredentialRow(Base):
+    """A principal's Ed25519 public key. Never changed or deleted, only revoked once (trigger)."""
+
+    __tablename__ = "credentials"
+
+    key_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(100), ForeignKey("principals.name"), nullable=False, index=True)
+    algorithm: Mapped[str] = mapped_column(String(20), nullable=False)
+    public_key: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_reason: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+
+    __table_args__ = (
+        CheckConstraint("key_id ~ '^[0-9a-f]{32}$'", name="key_id_hex"),
+        CheckConstraint("algorithm = 'ed25519'", name="algorithm_known"),
+    )
+
+
+class CallEditRow(Base):
+    """Arguments an approver wrote for a pending call (`approve --edit`), append-only; the
+    workflow is told the id only."""
+
+    __tablename__ = "call_edits"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    edit_id: Mapped[int] = mapped_column(Integer)
+    approval_id: Mapped[str] = mapped_column(String(200), nullable=False)
+    call_seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    call_id: Mapped[str] = mapped_column(String(200), nullable=False)
+    arguments: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    action_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+    edited_by: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "edit_id"),
+        CheckConstraint("edit_id >= 1", name="id_positive"),
+    )
+
+
 def core_table(row: type[Base]) -> Table:
     """The Core `Table` behind an ORM class, typed as one (the hot paths insert with Core)."""
     table = row.__table__
@@ -255,7 +328,10 @@ __all__ = [
     "ArtifactRow",
     "AuditEventRow",
     "Base",
+    "CallEditRow",
+    "CredentialRow",
     "InstructionRow",
+    "PrincipalRow",
     "ProjectionRow",
     "RunRow",
     "TaskStateRow",

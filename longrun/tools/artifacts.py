@@ -7,11 +7,17 @@ its line numbers), sliced by `offset` (1-based line) and `limit` (lines).
 The reference may be the full hash or a unique prefix of at least `MIN_PREFIX` hex digits (models
 abbreviate hashes; a short reference costs fewer tokens): the store resolves it, and an unknown or
 ambiguous prefix is an error that says which.
+
+A run reads only its family's artifacts: its own, its parent's and its children's (`RunArtifacts`
+over the store's `run_artifacts` links). Artifacts are stored once per sha256 for every run, and
+12-hex prefixes of other runs' outputs appear in audit logs; a reference to one is refused as if
+nobody had stored it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from longrun.errors import ToolError
 from longrun.tools._text import cap_bytes, decode
@@ -21,6 +27,26 @@ DEFAULT_ARTIFACT_LINES = 2000
 MAX_ARTIFACT_BYTES = 1_000_000
 MIN_PREFIX = 12
 FULL_HEX = 64
+
+
+class FamilyArtifactStore(Protocol):
+    def get_family_artifact(self, run_id: str, sha256: str) -> bytes: ...
+
+    def resolve_family_artifact_prefix(self, run_id: str, prefix: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class RunArtifacts:
+    """The artifacts one run may read: its own, its parent's and its children's."""
+
+    store: FamilyArtifactStore
+    run_id: str
+
+    def get_artifact(self, sha256: str) -> bytes:
+        return self.store.get_family_artifact(self.run_id, sha256)
+
+    def resolve_artifact_prefix(self, prefix: str) -> str:
+        return self.store.resolve_family_artifact_prefix(self.run_id, prefix)
 
 
 def resolve(ref: str, artifacts: Any) -> str:
@@ -46,8 +72,11 @@ def _read_artifact(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     sha = resolve(ref, ctx.artifacts)
     try:
         data = ctx.artifacts.get_artifact(sha)
-    except (KeyError, LookupError, FileNotFoundError) as exc:
-        raise ToolError(f"no artifact with sha256 {sha}; use the reference exactly as the placeholder gives it") from exc
+    except (KeyError, LookupError, FileNotFoundError, ValueError) as exc:
+        raise ToolError(
+            f"no artifact with sha256 {sha} belongs to this run, its parent or its children; use the reference exactly "
+            "as the placeholder gives it"
+        ) from exc
     text, repaired = decode(data)
     lines = text.splitlines()
     total = len(lines)

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from longrun.models.gate import ToolKind as ToolKind
 from longrun.models.provider import ToolSpec
 from longrun.models.state import NextAction, TaskState
+from longrun.tools.sandbox import SandboxPolicy
 
 
 class ArtifactReader(Protocol):
@@ -40,6 +41,11 @@ class ToolContext:
     before: str | None = None
     """For `reconcile`: what `Tool.fingerprint` returned when the effect's intent was written
     (store it with the intent, e.g. in `Effect.detail`); None when it was not recorded."""
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """How `run_command` confines a command (the run spec's choice, else the worker's)."""
+    allow_autorun_paths: tuple[str, ...] = ()
+    """Files that run on their own (git hooks, `.envrc`, CI workflows, ...) the run spec lets
+    effect tools write, by name (`RunSpec.allow_autorun_paths`)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ class ToolOutcome:
     text: str
     is_error: bool = False
     external_id: str | None = None
+    sandbox: str | None = None
+    """Where a command ran (`unshare (no network)`, ...), for the audit's tool_ran event."""
 
 
 ReconcileStatus = Literal["confirmed", "none", "undecidable"]

@@ -4,30 +4,35 @@ Rules:
 - The argv must *equal* one of `ToolContext.allowed_commands`: no prefixes, no appended
   arguments (`--output=/etc/x` after an allowed argv is argument injection), no patterns.
 - No shell: `;`, `&&`, `|`, `$()`, backticks and newlines inside an element are passed to the
-  program literally. The environment is minimal (PATH, HOME, LANG): the worker's secrets stay out.
+  program literally.
+- **A sandbox, always** (`longrun.tools.sandbox`): an allowed command runs code the model can
+  change (an approved `conftest.py` runs on `python -m pytest`), so the command runs with a
+  read-only root, the workspace read-write, an empty HOME and /tmp, the worker's home and
+  `$LONGRUN_HOME` hidden, PATH/HOME/LANG only, no network, its own pid namespace, and CPU, memory
+  and wall-time limits. Where no sandbox works, commands are refused unless the operator chose
+  `sandbox: none`.
 - **Allow-listed commands must be repeatable** (tests, linters, builds). run_command's effect is
   not observable at a target, so its reconcile always answers "none": after a crash the command
   may run again. Never put a command with a one-time effect (a deploy, a send) on the allow-list;
   write a custom effect tool with a real reconcile for those.
 
-The process runs in its own session; on timeout the whole process group is killed. Output goes to
+The process runs in its own session; on timeout, and when it ends, its whole process group is
+killed (and in a sandbox every process it started, through the pid namespace). Output goes to
 temporary files, and at most MAX_OUTPUT_BYTES of each stream is read back, so a chatty command
 cannot exhaust the worker's memory.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import signal
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from longrun.errors import CommandNotAllowed, ToolError
+from longrun.errors import CommandNotAllowed, SandboxUnavailable
 from longrun.models.state import NextAction
+from longrun.tools import sandbox
 from longrun.tools._text import cap_bytes, decode
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
 
@@ -37,13 +42,10 @@ SHELL_SYNTAX = (";", "&", "|", "$(", "`", "\n", ">", "<")
 COMMAND_ACTIONS = frozenset({NextAction.inspect, NextAction.test})
 
 
-def minimal_env(workspace: Path) -> dict[str, str]:
-    """The environment of an allow-listed command: PATH, HOME and LANG, nothing else."""
-    return {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": os.environ.get("HOME", str(workspace)),
-        "LANG": "C.UTF-8",
-    }
+def minimal_env(workspace: Path | None = None) -> dict[str, str]:
+    """The environment of an allow-listed command: PATH, HOME and LANG, nothing else. HOME is a
+    fresh empty directory, never the worker's (`workspace` is accepted for old callers and unused)."""
+    return sandbox.minimal_env()
 
 
 def command_refusal(argv: Any, allowed: list[list[str]]) -> str | None:
@@ -65,7 +67,13 @@ def command_refusal(argv: Any, allowed: list[list[str]]) -> str | None:
 
 
 def _check(args: dict[str, Any], ctx: ToolContext) -> str | None:
-    return command_refusal(args.get("argv"), ctx.allowed_commands)
+    refusal = command_refusal(args.get("argv"), ctx.allowed_commands)
+    if refusal is None:
+        try:
+            sandbox.choose(ctx.sandbox.mode)
+        except SandboxUnavailable as exc:
+            return str(exc)
+    return refusal
 
 
 def _read_capped(f: IO[bytes]) -> tuple[str, str | None]:
@@ -87,40 +95,23 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     refusal = command_refusal(argv, ctx.allowed_commands)
     if refusal:
         raise CommandNotAllowed(refusal)
-    timed_out = False
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                shell=False,
-                cwd=ctx.workspace,
-                env=minimal_env(ctx.workspace),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise ToolError(f"command not found: {argv[0]!r} is not on PATH in the command environment") from exc
-        except PermissionError as exc:
-            raise ToolError(f"command {argv[0]!r} is not executable: {exc}") from exc
-        try:
-            code = proc.wait(timeout=ctx.command_timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            code = proc.wait()
+        done = sandbox.execute(
+            argv, workspace=ctx.workspace, policy=ctx.sandbox, timeout=ctx.command_timeout, stdout=out, stderr=err
+        )
         stdout, out_note = _read_capped(out)
         stderr, err_note = _read_capped(err)
-    head = f"exit code: {code}"
-    if timed_out:
+    head = f"exit code: {done.code}"
+    if done.timed_out:
         head += f" (timed out after {ctx.command_timeout:g} s; the command was killed)"
     parts = [head, "--- stdout ---", stdout, *([out_note] if out_note else []), "--- stderr ---", stderr]
     if err_note:
         parts.append(err_note)
     text = "\n".join(parts)
-    return ToolOutcome(text=text, is_error=timed_out, external_id=hashlib.sha256(text.encode("utf-8")).hexdigest())
+    return ToolOutcome(
+        text=text, is_error=done.timed_out, external_id=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        sandbox=sandbox.describe(done.backend, ctx.sandbox),
+    )
 
 
 def _reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
@@ -137,8 +128,9 @@ RUN_COMMAND = Tool(
     name="run_command",
     description=(
         "Run one command of this run's allow-list (an argv list that must match an allowed one exactly), "
-        "in the workspace, without a shell, with a time limit. Output: 'exit code: N', then "
-        "'--- stdout ---' and '--- stderr ---' sections."
+        "in the workspace, without a shell, with a time limit, in a sandbox: only the workspace is writable, "
+        "HOME and /tmp start empty, and there is no network unless the run allows it. Output: 'exit code: N', "
+        "then '--- stdout ---' and '--- stderr ---' sections."
     ),
     input_schema={
         "type": "object",

@@ -108,7 +108,7 @@ def _path_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
 
 def _write_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     try:
-        check_write_path(ctx.workspace, args.get("path", ""))
+        check_write_path(ctx.workspace, args.get("path", ""), allow=ctx.allow_autorun_paths)
     except ToolError as exc:
         return str(exc)
     return None
@@ -250,7 +250,7 @@ READ_FILE = Tool(
 
 @os_errors_as_tool_errors
 def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    target = check_write_path(ctx.workspace, args["path"])
+    target = check_write_path(ctx.workspace, args["path"], allow=ctx.allow_autorun_paths)
     if target.is_dir():
         raise ToolError(f"{args['path']!r} is a directory; name a file")
     data = args["content"].encode("utf-8")
@@ -262,12 +262,12 @@ def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 def _target_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
     """The fingerprint of the file an edit (write_file, apply_patch) targets, before the edit."""
-    return _fingerprint(check_write_path(ctx.workspace, args["path"]))
+    return _fingerprint(check_write_path(ctx.workspace, args["path"], allow=ctx.allow_autorun_paths))
 
 
 def _write_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
     try:
-        target = check_write_path(ctx.workspace, args["path"])
+        target = check_write_path(ctx.workspace, args["path"], allow=ctx.allow_autorun_paths)
     except ToolError as exc:
         return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")
     intended = hashlib.sha256(args["content"].encode("utf-8")).hexdigest()
@@ -346,7 +346,7 @@ def _read_text_for_patch(target: Path, path: str) -> str:
 @os_errors_as_tool_errors
 def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path, old, new = args["path"], args["old"], args["new"]
-    target = check_write_path(ctx.workspace, path)
+    target = check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths)
     if old == new:
         raise ToolError("'old' and 'new' are identical; there is nothing to change")
     text = _read_text_for_patch(target, path)
@@ -376,7 +376,7 @@ def _patch_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome
     """
     path, old, new = args["path"], args["old"], args["new"]
     try:
-        target = check_write_path(ctx.workspace, path)
+        target = check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths)
         text = _read_text_for_patch(target, path)
     except ToolError as exc:
         return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")

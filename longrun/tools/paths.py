@@ -7,21 +7,28 @@ refused like `../`; comparing path *components* (not string prefixes) refuses th
 `../<workspace-name>evil/x`. Anything string-based (`startswith`, stripping `..`) failed somewhere.
 
 Effect tools are stricter than read tools (`check_write_path`): no `..` component at all, even one
-that stays inside, and nothing under `.git` (a hook written there would run code outside the
-allow-list).
+that stays inside, and nothing that runs on its own (`longrun.tools.autorun`): `.git` at any depth
+and in any spelling a case-insensitive filesystem takes for it (`.GIT`, `.git.`, `git~1`), the
+repository's `core.hooksPath`, `.husky/`, `.pre-commit-config.yaml`, `.envrc`, `.vscode/`,
+`.github/workflows/`, unless the run spec names the path in `allow_autorun_paths`. A hook
+written there would run code outside the allow-list and outside any sandbox, on the user's next
+`git commit` or `cd`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from longrun.errors import ToolError, WorkspaceEscape
+from longrun.tools.autorun import autorun_refusal
 
 SKIP_DIRS = frozenset({".git", "__pycache__", ".venv"})
 """Directories listings and searches skip."""
 
 FORBIDDEN_WRITE_DIRS = frozenset({".git"})
-"""Path components effect tools never write under."""
+"""Path components effect tools never write under without the spec's leave (compared after
+`autorun.fold`: case-insensitively; see `autorun.autorun_refusal` for the rest)."""
 
 
 def confine(workspace: Path, path: str) -> Path:
@@ -62,12 +69,16 @@ def relative(workspace: Path, resolved: Path) -> str:
     return rel or "."
 
 
-def check_write_path(workspace: Path, path: str) -> Path:
+def check_write_path(workspace: Path, path: str, *, allow: Sequence[str] = ()) -> Path:
     """`confine` plus the rules for paths an effect tool writes to.
+
+    Args:
+        allow: the run spec's `allow_autorun_paths`: auto-run paths it lets effect tools write.
 
     Raises:
         WorkspaceEscape: as `confine`, or the path has a `..` component.
-        ToolError: the path is the workspace itself or lies under a forbidden directory (`.git`).
+        ToolError: the path is the workspace itself, or a file that runs on its own (`.git` in any
+            spelling, the hooksPath, `.husky/`, `.envrc`, ...) the spec does not allow.
     """
     if isinstance(path, str) and ".." in PurePosixPath(path.replace("\\", "/")).parts:
         raise WorkspaceEscape(
@@ -77,7 +88,7 @@ def check_write_path(workspace: Path, path: str) -> Path:
     rel_parts = resolved.relative_to(workspace.resolve()).parts
     if not rel_parts:
         raise ToolError(f"path {path!r} is the workspace directory itself; name a file inside it")
-    bad = FORBIDDEN_WRITE_DIRS.intersection(rel_parts)
-    if bad:
-        raise ToolError(f"path {path!r} lies under {sorted(bad)[0]!r}, which tools may not write to")
+    refusal = autorun_refusal(workspace, resolved, allow)
+    if refusal:
+        raise ToolError(f"path {refusal}")
     return resolved

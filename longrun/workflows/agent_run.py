@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, STAGE_BOUNDARY_PATCH, CompactionMixin
     from longrun.workflows.controls import ControlsMixin
     from longrun.workflows.notifications import Outbox
+    from longrun.workflows.scopes import ScopesMixin
     from longrun.workflows.tool_calls import ToolCallsMixin
 
 FINAL_REPORT_PATCH = "final-report-turn"
@@ -61,7 +62,7 @@ __all__ = [
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, CompactionMixin):
+class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin):
     @workflow.init
     def __init__(self, inp: AgentRunInput) -> None:
         self.run_id = inp.run_id

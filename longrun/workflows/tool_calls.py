@@ -125,7 +125,7 @@ class ToolCallsMixin(ApprovalsMixin):
     async def _after_gate(self, turn: int, call: ToolCallRef, gate: GateResult) -> ToolResultRef:
         proposed: int | None = None
         if gate.verdict == "needs_approval":
-            refusal = await self._wait_for_approval(gate)
+            refusal = await self._wait_for_approval(gate, call)
             if refusal:
                 return self._error(call, refusal)
             proposed = gate.state_version  # bound in the action hash: every re-check uses it
@@ -142,7 +142,7 @@ class ToolCallsMixin(ApprovalsMixin):
                     IntentInput(
                         run_id=self.run_id, call=call, action_id=gate.action_id, tool=gate.tool,
                         expected_version=gate.state_version, action_hash=gate.action_hash,
-                        uses_approval=gate.rule is GateRule.approval,
+                        uses_approval=gate.rule is GateRule.approval, scope_id=gate.scope_id,
                     ),
                 )
                 if intent.outcome == "stale" and intent.state is not None:

@@ -46,3 +46,19 @@ class PlanProvider:
 
     def count_tokens(self, request: ModelRequest) -> int:
         return estimate_request(request)
+
+
+GREETING_EDIT_PLAN: list[list[tuple[str, dict[str, Any]]]] = [
+    [("set_next_action", {"next_action": "edit"})],
+    [("apply_patch", {"path": "hello.txt", "old": "helo", "new": "hello"})],
+    [("set_next_action", {"next_action": "stop"})],
+]
+"""The smallest run that needs an approval: one patch of `greeting_workspace`'s hello.txt."""
+
+
+def greeting_workspace(tmp_path: Any) -> Any:
+    """A workspace with one file, hello.txt, whose greeting has a typo."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("helo world\n")
+    return ws

@@ -1,8 +1,8 @@
 """The `longrun` subcommands, one module per group. Each module has `register(subparsers)`,
 which adds its parsers with `func` set to a handler `(args) -> int` (sync or async)."""
 
-from longrun.service.commands import audit, control, dev, runs
+from longrun.service.commands import approvers, audit, control, dev, runs, show
 
-GROUPS = (dev, runs, control, audit)
+GROUPS = (dev, runs, control, approvers, show, audit)
 
-__all__ = ["GROUPS", "audit", "control", "dev", "runs"]
+__all__ = ["GROUPS", "approvers", "audit", "control", "dev", "runs", "show"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, assert_never
 
+from longrun.auth.audit_check import DecisionProblem, DecisionReport, verify_decisions
 from longrun.models.audit import (
     ApprovalExpired,
     ApprovalFailed,
@@ -32,6 +33,9 @@ from longrun.models.audit import (
     RunControl,
     RunFinished,
     RunStarted,
+    ScopeEnded,
+    ScopeGranted,
+    ScopeUsed,
     StateCommitted,
     Steered,
     ToolRan,
@@ -50,10 +54,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "audit", help="the full timeline of a run, from PostgreSQL alone",
         description="Every transcript entry, state version and audit event (gate verdicts, approvals, effects, "
         "compactions, ...) in time order, read from PostgreSQL only: it stays complete after Temporal deletes "
-        "the workflow. --verify checks the three hash chains and exits 1 naming the first bad row.",
+        "the workflow. --verify checks the three hash chains and re-verifies every signed decision against "
+        "the keys registered when it was made, and exits 1 naming each bad row.",
     )
     a.add_argument("run", help="run id")
-    a.add_argument("--verify", action="store_true", help="check the hash chains; exit 1 on the first bad row")
+    a.add_argument("--verify", action="store_true",
+                   help="check the hash chains and every decision's signature; exit 1 naming each bad row")
     a.add_argument("--format", choices=("table", "jsonl"), default="table",
                    help="table (default) or jsonl: one JSON object per row, then a summary object")
     a.add_argument("--json", action="store_true", help="one JSON object: {timeline, summary, verify}")
@@ -125,13 +131,22 @@ def describe_event(rec: AuditRecord) -> str:
     if isinstance(e, ApprovalRequested):
         return f"{e.approval_id} for {e.tool} {_clip(json.dumps(e.arguments, ensure_ascii=False), 80)}"
     if isinstance(e, ApprovalGranted):
-        return f"{e.approval_id} by {e.approver}, valid until {e.expires_at.isoformat()}"
+        signed = f", signed by key {e.proof.key_id}" if e.proof is not None else ", unsigned"
+        edited = f", arguments edited (edit {e.edit_id})" if e.edit_id is not None else ""
+        return f"{e.approval_id} by {e.approver}, valid until {e.expires_at.isoformat()}{signed}{edited}"
     if isinstance(e, ApprovalRejected):
         return f"{e.approval_id} by {e.approver}: {e.reason}"
     if isinstance(e, ApprovalExpired):
         return f"{e.approval_id} expired unanswered"
     if isinstance(e, ApprovalRefused):
         return f"{e.approval_id} from {e.approver}: {e.reason}"
+    if isinstance(e, ScopeGranted):
+        return (f"{e.scope_id} by {e.approver}: {', '.join(e.tools)} on {', '.join(e.paths)}, at most {e.max_uses} "
+                f"uses, until {e.expires_at.isoformat()} (signed by key {e.proof.key_id})")
+    if isinstance(e, ScopeUsed):
+        return f"{e.scope_id} covers {e.action_id} {e.tool} {e.path} ({e.uses_left} uses left)"
+    if isinstance(e, ScopeEnded):
+        return f"{e.scope_id} ended by {e.by}: {e.reason}"
     if isinstance(e, ApprovalFailed):
         return f"{e.approval_id} by {e.approver} not recorded (still open): {e.reason}"
     if isinstance(e, EffectIntent):
@@ -228,16 +243,22 @@ def summary_lines(s: dict[str, Any], verdict: ChainVerdict | None) -> list[str]:
 
 @dataclass
 class RunAudit:
-    """One run's timeline, summary and chain verdict, with its subagents' audits nested."""
+    """One run's timeline, summary, chain verdict and decision check, with its subagents'
+    audits nested."""
 
     run_id: str
     rows: list[Row]
     summary: dict[str, Any]
     verdict: ChainVerdict | None
     children: list[RunAudit]
+    decisions: DecisionReport | None = None
 
-    def broken(self) -> list[ChainVerdict]:
-        mine = [self.verdict] if self.verdict is not None and not self.verdict.ok else []
+    def broken(self) -> list[ChainVerdict | DecisionProblem]:
+        mine: list[ChainVerdict | DecisionProblem] = []
+        if self.verdict is not None and not self.verdict.ok:
+            mine.append(self.verdict)
+        if self.decisions is not None:
+            mine.extend(self.decisions.problems)
         return mine + [v for c in self.children for v in c.broken()]
 
     def to_dict(self) -> dict[str, Any]:
@@ -248,6 +269,9 @@ class RunAudit:
             "summary": self.summary,
             "verify": None if v is None else {"ok": v.ok, "table": v.table, "row": v.row, "reason": v.reason,
                                                "message": str(v)},
+            "decisions": None if self.decisions is None else {
+                "ok": self.decisions.ok, "checked": self.decisions.checked,
+                "problems": [{"where": p.where, "reason": p.reason} for p in self.decisions.problems]},
             "children": [c.to_dict() for c in self.children],
         }
 
@@ -260,6 +284,7 @@ def audit_run(store: Store, run_id: str, verify: bool) -> RunAudit:
         summary=summary(store, run_id, rows),
         verdict=store.verify_chain(run_id) if verify else None,
         children=[audit_run(store, c.run_id, verify) for c in store.list_runs(limit=1000, parent_run_id=run_id)],
+        decisions=verify_decisions(store, run_id) if verify else None,
     )
 
 
@@ -271,6 +296,8 @@ def _print_table(a: RunAudit, indent: str = "") -> None:
     say()
     for line in summary_lines(a.summary, a.verdict):
         say(indent + line)
+    if a.decisions is not None:
+        say(indent + ("  decisions verified: " if a.decisions.ok else "  DECISIONS DO NOT VERIFY: ") + str(a.decisions))
     for child in a.children:
         say()
         say(f"{indent}  ── subagent {child.run_id} (child of {a.run_id}) " + "─" * 20)

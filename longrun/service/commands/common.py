@@ -11,6 +11,7 @@ import argparse
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -44,6 +45,14 @@ def settings() -> Settings:
 
 def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON (one object) instead of text")
+
+
+def add_signer_args(p: argparse.ArgumentParser) -> None:
+    """`--as NAME` and `--key PATH`: who decides, and the private key their decision is signed with."""
+    p.add_argument("--as", dest="approver", required=True, metavar="NAME",
+                   help="your principal name, one of the run's approvers; the decision is signed with your key")
+    p.add_argument("--key", type=Path, metavar="PATH", help="your private key (default: $LONGRUN_KEYS_DIR/NAME.pem, "
+                   "else $LONGRUN_HOME/keys/NAME.pem)")
 
 
 def dump(obj: Any) -> Any:

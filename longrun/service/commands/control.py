@@ -7,6 +7,7 @@ expired, already decided) and is shown as it is; a refused update writes nothing
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from temporalio.client import Client
@@ -16,7 +17,16 @@ from longrun.models.audit import ApprovalExpired
 from longrun.models.io import StatusQueryResult
 from longrun.service import client as api
 from longrun.service import render
-from longrun.service.commands.common import EXIT_OK, CliError, add_json, print_json, say, stack, usage_error
+from longrun.service.commands.common import (
+    EXIT_OK,
+    CliError,
+    add_json,
+    add_signer_args,
+    print_json,
+    say,
+    stack,
+    usage_error,
+)
 from longrun.store import InvalidInputError, Store
 from longrun.store.repository import MAX_INSTRUCTION_CHARS
 
@@ -24,11 +34,15 @@ from longrun.store.repository import MAX_INSTRUCTION_CHARS
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     ap = sub.add_parser("approve", help="approve the pending action of a run",
                         description="Approve the action a run waits on. APPROVAL defaults to the pending one. The "
-                        "approval is bound to that exact tool and arguments, is used once, and expires after --ttl.")
+                        "decision is signed with your key (--as NAME reads $LONGRUN_HOME/keys/NAME.pem, or --key) and "
+                        "verified by the worker against the key registered for you; it is bound to that exact tool "
+                        "and arguments, is used once, and expires after --ttl.")
     ap.add_argument("run", help="run id")
     ap.add_argument("approval", nargs="?", help="approval id (default: the pending one)")
-    ap.add_argument("--as", dest="approver", required=True, metavar="NAME", help="your name, one of the run's approvers")
+    add_signer_args(ap)
     ap.add_argument("--ttl", metavar="DURATION", help="how long the approval stays valid (e.g. 30m, 2h; default: the run's)")
+    ap.add_argument("--edit", metavar="JSON", help="approve the call with these arguments changed, e.g. "
+                    "'{\"new\": \"...\"}' (the agent is told what you changed)")
     add_json(ap)
     ap.set_defaults(func=cmd_approve)
 
@@ -36,7 +50,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                         description="Reject the action a run waits on; the agent is told the reason and moves on.")
     rj.add_argument("run", help="run id")
     rj.add_argument("approval", nargs="?", help="approval id (default: the pending one)")
-    rj.add_argument("--as", dest="approver", required=True, metavar="NAME", help="your name, one of the run's approvers")
+    add_signer_args(rj)
     rj.add_argument("--reason", required=True, help="why (the agent reads it)")
     add_json(rj)
     rj.set_defaults(func=cmd_reject)
@@ -100,6 +114,14 @@ async def _decide(args: argparse.Namespace, verb: str) -> int:
             ttl = render.parse_duration(args.ttl)
         except ValueError as exc:
             raise usage_error(f"--ttl: {exc}") from exc
+    edit = None
+    if getattr(args, "edit", None):
+        try:
+            edit = json.loads(args.edit)
+        except json.JSONDecodeError as exc:
+            raise usage_error(f"--edit: not JSON ({exc}); pass an object such as '{{\"new\": \"...\"}}'") from exc
+        if not isinstance(edit, dict) or not edit:
+            raise usage_error("--edit: pass a JSON object of the arguments to change")
     async with stack() as (client, store):
         assert client is not None
         try:
@@ -115,9 +137,11 @@ async def _decide(args: argparse.Namespace, verb: str) -> int:
             approval_id = live.pending_approval.approval_id
         try:
             if verb == "approve":
-                message = await api.approve(client, args.run, approval_id, args.approver, ttl, store=store)
+                message = await api.approve(client, args.run, approval_id, args.approver, ttl, store=store,
+                                            edit=edit, key_path=args.key)
             else:
-                message = await api.reject(client, args.run, approval_id, args.approver, args.reason, store=store)
+                message = await api.reject(client, args.run, approval_id, args.approver, args.reason, store=store,
+                                           key_path=args.key)
         except ApprovalError as exc:
             text = str(exc)
             if "no pending approval" in text or "does not match" in text:

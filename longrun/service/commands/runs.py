@@ -13,9 +13,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from longrun.errors import StoreError
-from longrun.models.audit import ModelCalled
+from longrun.models.audit import ModelCalled, ToolRan
 from longrun.models.run import RunStatus, RunStatusView
 from longrun.models.spec import ContextPolicy, RunSpec
+from longrun.models.state import Scope, utcnow
 from longrun.service import client as api
 from longrun.service import render
 from longrun.service.commands.common import (
@@ -34,6 +35,8 @@ from longrun.service.commands.common import (
 )
 from longrun.service.commands.watch import Watcher, answer_commands, describe_compaction, describe_pending
 from longrun.store import Store
+from longrun.tools.autorun import runs_code_warnings
+from longrun.tools.sandbox import SANDBOX_MODES
 from longrun.webhooks.config import url_variable
 
 
@@ -64,6 +67,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                     "for the extractive summary (default: the run's model)")
     st.add_argument("--approval-ttl", metavar="DURATION", help="how long an approval request waits (default 30m)")
     st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
+    st.add_argument("--sandbox", choices=SANDBOX_MODES,
+                    help="where run_command runs: bwrap, unshare, none (no sandbox: commands see what the worker "
+                    "sees), or auto (default: the worker's LONGRUN_SANDBOX, else bwrap, else unshare, else refused)")
+    st.add_argument("--allow-network", action="store_true", help="commands keep the network (default: none)")
     st.add_argument("--webhook", action="append", default=[], metavar="NAME",
                     help="a webhook told about approvals, questions and the end of the run (repeatable); the workers "
                     "read its URL and secret from LONGRUN_WEBHOOK_<NAME>_URL and _SECRET (docs/NOTIFICATIONS.md)")
@@ -133,6 +140,10 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
             raise usage_error(f"--approval-ttl: {exc}") from exc
     if args.max_turns is not None:
         extra["caps"] = {"max_turns": args.max_turns}
+    if args.sandbox:
+        extra["sandbox"] = args.sandbox
+    if args.allow_network:
+        extra["allow_network"] = True
     if args.webhook:
         extra["webhooks"] = args.webhook
     try:
@@ -191,7 +202,22 @@ def last_request_tokens(store: Store, run_id: str) -> int | None:
     return calls[-1].calibrated_tokens if calls else None
 
 
-def status_lines(view: RunStatusView, source: str, spec: RunSpec, last_tokens: int | None) -> list[str]:
+def last_sandbox(store: Store, run_id: str) -> str | None:
+    """Where the run's last command ran, as its tool_ran event recorded it."""
+    used = [r.event.sandbox for r in store.audit(run_id) if isinstance(r.event, ToolRan) and r.event.sandbox]
+    return used[-1] if used else None
+
+
+def describe_sandbox(spec: RunSpec, used: str | None) -> str:
+    chosen = {"auto": "auto (the worker's LONGRUN_SANDBOX, else bwrap, else unshare)",
+              "none": "none (no sandbox, chosen explicitly: commands see what the worker sees)"}.get(spec.sandbox, spec.sandbox)
+    network = "network allowed" if spec.allow_network else "no network"
+    return f"{chosen}; {network}" + (f"; the last command ran under {used}" if used else "")
+
+
+def status_lines(
+    view: RunStatusView, source: str, spec: RunSpec, last_tokens: int | None, sandbox_used: str | None = None
+) -> list[str]:
     limit, trigger = context_limits(spec)
     u = view.usage
     if source == "temporal":
@@ -213,6 +239,7 @@ def status_lines(view: RunStatusView, source: str, spec: RunSpec, last_tokens: i
                    f"{view.model_calls} model calls, {view.tool_calls} tool calls"),
         ("context", render.meter(last_tokens or 0, limit, trigger, label="") + ("  (last request)" if last_tokens else "")),
         ("last compaction", describe_compaction(view.last_compaction) if view.last_compaction else "none"),
+        ("sandbox", describe_sandbox(spec, sandbox_used) if spec.allowed_commands else None),
         ("reason", view.reason or None),
         ("children", ", ".join(view.children) or None),
     ]
@@ -231,20 +258,40 @@ async def cmd_status(args: argparse.Namespace) -> int:
         view, source = await api.run_status(client, store, args.run)
         spec = store.get_run(args.run).spec
         last = last_request_tokens(store, args.run)
+        used = last_sandbox(store, args.run)
+        scopes = store.load_state(args.run).scopes
         if args.json:
             limit, trigger = context_limits(spec)
             data = view.model_dump(mode="json")
+            data["scopes"] = [scope_view(sc) for sc in scopes]
             src, _, note = source.partition(": ")
             data.update(source=src, note=note or None, approvers=spec.approvers, objective=spec.objective,
-                        context={"last_request_tokens": last, "limit": limit, "trigger": trigger})
+                        context={"last_request_tokens": last, "limit": limit, "trigger": trigger},
+                        sandbox={"mode": spec.sandbox, "allow_network": spec.allow_network, "last_command": used})
             if view.pending_approval:
                 yes, no = answer_commands(view.run_id, view.pending_approval, list(spec.approvers))
                 data["answer"] = {"approve": yes, "reject": no}
+                data["pending_approval"]["runs_code"] = [
+                    {"path": path, "why": why} for path, why in runs_code_warnings(view.pending_approval.arguments)
+                ]
             print_json(data)
         else:
-            for line in status_lines(view, source, spec, last):
+            for line in status_lines(view, source, spec, last, used):
                 say(line)
+            for sc in scopes:
+                v = scope_view(sc)
+                say(f"scope {sc.id}: {', '.join(sc.tools)} on {', '.join(sc.paths)}, {v['uses_left']} of {sc.max_uses} "
+                    f"uses left, by {sc.granted_by}, " + (f"until {render.when(sc.expires_at)}" if v["in_force"]
+                                                          else f"not in force: {v['why_not']}"))
     return EXIT_OK
+
+
+def scope_view(sc: Scope) -> dict[str, Any]:
+    """A standing approval as `status` shows it: uses left, and whether it is in force now."""
+    why = sc.ended or ("expired" if utcnow() >= sc.expires_at else "used up" if sc.uses >= sc.max_uses else "")
+    return {"scope_id": sc.id, "tools": sc.tools, "paths": sc.paths, "max_uses": sc.max_uses,
+            "uses_left": max(0, sc.max_uses - sc.uses), "granted_by": sc.granted_by,
+            "expires_at": sc.expires_at.isoformat(), "in_force": not why, "why_not": why or None}
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,9 @@ from longrun.models.audit import (
     NotificationFailed,
     RunControl,
     RunFinished,
+    ScopeEnded,
+    ScopeGranted,
+    ScopeUsed,
     Steered,
     ToolRan,
 )
@@ -41,6 +45,7 @@ from longrun.service import client as api
 from longrun.service import render
 from longrun.service.commands.common import context_limits, dump
 from longrun.store import AuditRecord, Store
+from longrun.tools.autorun import runs_code_warnings
 
 
 def describe_compaction(r: CompactionReport, error: str | None = None) -> str:
@@ -98,15 +103,31 @@ def answer_commands(run_id: str, pending: PendingApproval, approvers: list[str])
     )
 
 
+PREVIEW_LIMIT = 300
+_CUT_VALUE = re.compile(r"\.\.\. \(\d+ chars\)\Z")
+"""How the gate's preview ends a value it cut (`activities/tools.py` `_preview`)."""
+
+
+def preview_was_cut(arguments: dict[str, Any], shown: str) -> bool:
+    """Whether the arguments an approver sees are shorter than the ones the approval binds."""
+    return shown.endswith("…") or any(isinstance(v, str) and _CUT_VALUE.search(v) for v in arguments.values())
+
+
 def describe_pending(run_id: str, pending: PendingApproval, approvers: list[str]) -> list[str]:
     args = json.dumps(pending.arguments, ensure_ascii=False)
-    if len(args) > 300:
-        args = args[:299] + "…"
+    if len(args) > PREVIEW_LIMIT:
+        args = args[:PREVIEW_LIMIT - 1] + "…"
     yes, no = answer_commands(run_id, pending, approvers)
-    return [
+    lines = [
         f"approval needed: {pending.approval_id}  tool {pending.tool}  (proposed at state v{pending.state_version}, "
         f"expires {render.until(pending.expires_at)})",
         f"  arguments: {args}",
+    ]
+    if preview_was_cut(pending.arguments, args):
+        lines.append(f"  (preview cut at {PREVIEW_LIMIT} chars: `longrun show {run_id} {pending.approval_id}` prints all of it)")
+    lines += [f"  RUNS CODE: {path} ({why}): read all of it before approving" for path, why in runs_code_warnings(pending.arguments)]
+    return [
+        *lines,
         f"  approvers: {', '.join(approvers) or '(none: nobody can approve this run)'}",
         f"  approve:   {yes}",
         f"  reject:    {no}",
@@ -168,7 +189,8 @@ class Watcher:
         elif isinstance(e, ToolRan):
             flag = "  ERROR" if e.is_error else ""
             summary = f": {e.summary[:90]}" if e.summary else ""
-            self._out("tool_ran", f"           tool {e.tool}{flag}{summary}", e)
+            where = f"  [sandbox {e.sandbox}]" if e.sandbox else ""
+            self._out("tool_ran", f"           tool {e.tool}{flag}{summary}{where}", e)
         elif isinstance(e, GateVerdict) and e.verdict == "deny":
             self._out("gate_verdict", f"           gate denied {e.tool} (rule {e.rule}): {e.reason}", e)
         elif isinstance(e, ApprovalRequested):
@@ -183,6 +205,13 @@ class Watcher:
                       f"{render.when(e.expires_at)}", e)
         elif isinstance(e, ApprovalRejected):
             self._out("approval_rejected", f"           rejected {e.approval_id} by {e.approver}: {e.reason}", e)
+        elif isinstance(e, ScopeGranted):
+            self._out("scope_granted", f"           standing approval {e.scope_id} by {e.approver}: "
+                      f"{', '.join(e.tools)} on {', '.join(e.paths)}, {e.max_uses} uses, until {render.when(e.expires_at)}", e)
+        elif isinstance(e, ScopeUsed):
+            self._out("scope_used", f"           {e.tool} {e.path} covered by {e.scope_id} ({e.uses_left} uses left)", e)
+        elif isinstance(e, ScopeEnded):
+            self._out("scope_ended", f"           standing approval {e.scope_id} ended: {e.reason}", e)
         elif isinstance(e, ApprovalRefused):
             self._out("approval_refused", f"           refused an answer to {e.approval_id} from {e.approver}: {e.reason}", e)
         elif isinstance(e, ApprovalFailed):

@@ -1,0 +1,92 @@
+"""Standing approvals (scopes): which one covers a call, and what a constraint set hashes to.
+
+A scope covers a call when the tool is one it lists, the call's workspace path matches one of
+its globs, it has uses left, it has not expired or ended, and the run's constraints are still
+the ones it was granted under. The globs are the shell's, on workspace-relative POSIX paths:
+`*` and `?` stay inside one path segment, `**` spans segments (`src/**` is everything under
+`src/`, `**/*.py` every Python file). Written here rather than with `fnmatch` (whose `*`
+crosses `/`, so `src/*.py` would cover `src/a/b.py`) or `PurePath.full_match` (Python 3.13).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import PurePosixPath
+
+from longrun.models.canonical import canonical_json, sha256_hex
+from longrun.models.state import Scope, TaskState
+
+PATH_ARGUMENT = "path"
+"""The argument that names the file an edit tool changes (write_file, apply_patch)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regex(glob: str) -> re.Pattern[str]:
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def normal_path(path: str) -> str | None:
+    """A workspace-relative POSIX path with `.` segments removed; None for an absolute path or
+    one that climbs out (the tool's own confinement check refuses those anyway)."""
+    p = PurePosixPath(path.replace("\\", "/"))
+    if p.is_absolute() or ".." in p.parts:
+        return None
+    return "/".join(part for part in p.parts if part != ".")
+
+
+def path_matches(path: str, glob: str) -> bool:
+    normal = normal_path(path)
+    return normal is not None and _glob_regex(glob.strip("/")).match(normal) is not None
+
+
+def check_glob(glob: str) -> str | None:
+    """Why `glob` cannot be a scope's path (None: it can)."""
+    if not glob or glob.startswith("/") or ".." in PurePosixPath(glob).parts:
+        return f"path glob {glob!r} must be relative to the workspace and stay inside it"
+    return None
+
+
+def constraints_sha256(constraints: Sequence[str]) -> str:
+    """What a scope remembers of the constraints it was granted under."""
+    return sha256_hex(canonical_json(list(constraints)))
+
+
+def covering_scope(state: TaskState, tool: str, arguments: dict[str, object], now: datetime) -> tuple[Scope | None, str]:
+    """The scope that covers this call now, else None and why none does ('' when no scope even
+    names the tool and path, so the gate's usual reason stands)."""
+    path = arguments.get(PATH_ARGUMENT)
+    if not isinstance(path, str):
+        return None, ""
+    current = constraints_sha256(state.constraints)
+    reasons = []
+    for scope in state.scopes:
+        if tool not in scope.tools or not any(path_matches(path, g) for g in scope.paths):
+            continue
+        refusal = scope.refusal(now, current)
+        if refusal is None:
+            return scope, ""
+        reasons.append(refusal)
+    return None, "; ".join(reasons)
+
+
+__all__ = ["PATH_ARGUMENT", "check_glob", "constraints_sha256", "covering_scope", "normal_path", "path_matches"]

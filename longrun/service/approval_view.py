@@ -1,0 +1,232 @@
+"""What an approver approves, in full: the view behind `longrun show RUN [APPROVAL_ID]`.
+
+The workflow's pending approval carries a 300-character preview of each argument (what crosses
+Temporal stays short), but the approval binds the hash of the *whole* arguments. So the view is
+built from PostgreSQL: the `approval_requested` event names the action hash, the gate's verdict
+with that hash names the call (`run/t<turn>/c<index>`), and the assistant message of that turn in
+the transcript holds the call's arguments exactly as the gate hashed them. The view recomputes the
+hash from them, so what it shows is provably what an approval would bind.
+
+For file edits (`write_file`, `apply_patch`) the view adds a unified diff against the file as it
+is now on this machine, and for every file that runs code (`conftest.py`, a Makefile, a git
+hook, ...) the reason. The CLI prints it; the web console will render the same structure.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from longrun.errors import ApprovalNotFound, LongrunError, ToolError
+from longrun.models.audit import (
+    ApprovalExpired,
+    ApprovalGranted,
+    ApprovalRejected,
+    ApprovalRequested,
+    GateVerdict,
+    RunFinished,
+)
+from longrun.models.blocks import ToolUseBlock
+from longrun.models.canonical import action_hash, canonical_json
+from longrun.store import AuditRecord, Store
+from longrun.tools.autorun import runs_code_warnings
+from longrun.tools.files import MAX_PATCH_FILE_BYTES
+from longrun.tools.paths import confine
+
+Decision = Literal["pending", "granted", "rejected", "expired", "unanswered"]
+DIFF_TOOLS = ("write_file", "apply_patch")
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """One approval request, whole.
+
+    Attributes:
+        arguments: the call's full arguments, from the transcript (redacted as stored).
+        canonical: `canonical_json(arguments)`, the exact text the action hash covers.
+        hash_matches: `action_hash(tool, arguments, state_version)` equals the recorded hash.
+        diff: a unified diff of the edit against the file as it is now; None when there is none
+            (another tool, or `diff_note` says why).
+        runs_code: (path, why) for each file of the call that something runs on its own.
+    """
+
+    run_id: str
+    approval_id: str
+    tool: str
+    arguments: dict[str, Any]
+    canonical: str
+    action_hash: str
+    state_version: int
+    action_id: str | None
+    decision: Decision
+    hash_matches: bool
+    diff: str | None = None
+    diff_note: str | None = None
+    runs_code: list[tuple[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["runs_code"] = [{"path": p, "why": w} for p, w in self.runs_code]
+        return data
+
+
+def _request(records: list[AuditRecord], approval_id: str | None) -> tuple[int, ApprovalRequested]:
+    requests = [(i, r.event) for i, r in enumerate(records) if isinstance(r.event, ApprovalRequested)]
+    if approval_id is not None:
+        requests = [(i, e) for i, e in requests if e.approval_id == approval_id]
+    if not requests:
+        raise ApprovalNotFound(
+            f"no approval request {approval_id!r} in this run; `longrun status RUN` shows the pending one"
+            if approval_id else "this run has no approval request; `longrun status RUN` shows where it stands"
+        )
+    return requests[-1]
+
+
+def _decision(records: list[AuditRecord], after: int, approval_id: str) -> Decision:
+    for r in records[after + 1:]:
+        e = r.event
+        if isinstance(e, ApprovalGranted) and e.approval_id == approval_id:
+            return "granted"
+        if isinstance(e, ApprovalRejected) and e.approval_id == approval_id:
+            return "rejected"
+        if isinstance(e, ApprovalExpired) and e.approval_id == approval_id:
+            return "expired"
+        if isinstance(e, (ApprovalRequested, RunFinished)):
+            return "unanswered"
+    return "pending"
+
+
+def _action_id(records: list[AuditRecord], before: int, ahash: str) -> str | None:
+    verdicts = [r.event for r in records[:before] if isinstance(r.event, GateVerdict) and r.event.action_hash == ahash]
+    asked = [v for v in verdicts if v.verdict == "needs_approval"] or verdicts
+    return asked[-1].action_id if asked else None
+
+
+def _call(store: Store, run_id: str, action_id: str) -> tuple[str, dict[str, Any]]:
+    try:
+        _, t, c = action_id.rsplit("/", 2)
+        turn, index = int(t.removeprefix("t")), int(c.removeprefix("c"))
+    except ValueError as exc:
+        raise ApprovalNotFound(f"the gate's action id {action_id!r} does not name a call") from exc
+    for entry in store.transcript(run_id):
+        if entry.role == "assistant" and entry.turn == turn:
+            uses = [b for b in entry.message.content if isinstance(b, ToolUseBlock)]
+            if index < len(uses):
+                return uses[index].name, dict(uses[index].input)
+    raise ApprovalNotFound(f"the call {action_id} is not in the run's transcript")
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def unified_diff(before: str, after: str, path: str, *, new_file: bool = False) -> str:
+    """A unified diff (`git diff` style headers), with git's marker for a missing final newline."""
+    out = []
+    for line in difflib.unified_diff(_lines(before), _lines(after), "/dev/null" if new_file else f"a/{path}", f"b/{path}"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _read_current(workspace: Path, path: str) -> tuple[str | None, str | None]:
+    """(the file's text now or None when it does not exist, a note when it cannot be read)."""
+    if not workspace.is_dir():
+        return None, (f"the workspace {workspace} is not on this machine, so there is no diff here: "
+                      "the arguments above are the whole change")
+    try:
+        target = confine(workspace, path)
+    except ToolError as exc:
+        return None, f"no diff: {exc} (the gate will refuse this call)"
+    if not target.exists():
+        return None, None
+    if target.is_dir():
+        return None, f"no diff: {path!r} is a directory (the tool will refuse it)"
+    if target.stat().st_size > MAX_PATCH_FILE_BYTES:
+        return None, f"no diff: {path!r} is larger than {MAX_PATCH_FILE_BYTES} bytes"
+    return target.read_bytes().decode("utf-8", errors="replace"), None
+
+
+def _diff(tool: str, arguments: dict[str, Any], workspace: Path) -> tuple[str | None, str | None]:
+    path = arguments.get("path")
+    if tool not in DIFF_TOOLS or not isinstance(path, str):
+        return None, None
+    current, note = _read_current(workspace, path)
+    if note:
+        return None, note
+    if tool == "write_file":
+        content = arguments.get("content")
+        if not isinstance(content, str):
+            return None, "no diff: the call has no text content"
+        if current is None:
+            return unified_diff("", content, path, new_file=True), f"{path} does not exist yet: the whole file is new"
+        if current == content:
+            return "", f"{path} already holds exactly this content"
+        return unified_diff(current, content, path), None
+    old, new = arguments.get("old"), arguments.get("new")
+    if current is None:
+        return None, f"no diff: {path} does not exist (apply_patch edits existing files; the gate will refuse it)"
+    if not isinstance(old, str) or not isinstance(new, str):
+        return None, "no diff: the call lacks its old or new text"
+    n = current.count(old) if old else 0
+    if n != 1:
+        return None, f"no diff: the text to replace occurs {n} times in {path} now (exactly 1 needed; the gate will refuse it)"
+    return unified_diff(current, current.replace(old, new, 1), path), None
+
+
+def approval_view(store: Store, run_id: str, approval_id: str | None = None) -> ApprovalView:
+    """The whole of one approval request of `run_id`: the named one, else the newest.
+
+    Raises:
+        RunNotFoundError: no such run.
+        ApprovalNotFound: no such request, or its call is not in the transcript.
+    """
+    spec = store.get_run(run_id).spec
+    records = store.audit(run_id)
+    at, request = _request(records, approval_id)
+    action_id = _action_id(records, at, request.action_hash)
+    if action_id is None:
+        raise ApprovalNotFound(f"no gate verdict for the action of {request.approval_id}; the audit log is incomplete")
+    tool, arguments = _call(store, run_id, action_id)
+    matches = tool == request.tool and action_hash(tool, arguments, request.state_version) == request.action_hash
+    try:
+        diff, note = _diff(tool, arguments, Path(spec.workspace))
+    except (OSError, LongrunError) as exc:
+        diff, note = None, f"no diff: {exc}"
+    return ApprovalView(
+        run_id=run_id, approval_id=request.approval_id, tool=tool, arguments=arguments,
+        canonical=canonical_json(arguments), action_hash=request.action_hash, state_version=request.state_version,
+        action_id=action_id, decision=_decision(records, at, request.approval_id), hash_matches=matches,
+        diff=diff, diff_note=note, runs_code=runs_code_warnings(arguments),
+    )
+
+
+def render_view(view: ApprovalView, approvers: list[str]) -> list[str]:
+    """The text `longrun show` prints."""
+    who = approvers[0] if approvers else "NAME"
+    lines = [
+        f"approval {view.approval_id}  run {view.run_id}  tool {view.tool}  ({view.decision}; proposed at state "
+        f"v{view.state_version}, call {view.action_id})",
+        f"action hash: {view.action_hash}",
+        "  " + ("recomputed from the arguments below: it matches, so an approval binds exactly these arguments"
+                if view.hash_matches else
+                "DOES NOT MATCH the arguments below: do not approve; the record of this call is not what was proposed"),
+    ]
+    lines += [f"RUNS CODE: {path} ({why}): read all of it before approving" for path, why in view.runs_code]
+    lines += ["", f"arguments, canonical JSON ({len(view.canonical)} chars; the action hash covers exactly this):",
+              view.canonical]
+    for key, value in sorted(view.arguments.items()):
+        if isinstance(value, str) and ("\n" in value or len(value) > 100):
+            lines += ["", f"argument {key!r} ({len(value)} chars), verbatim:"]
+            lines += [f"  | {line}" for line in value.split("\n")]
+    if view.tool in DIFF_TOOLS:
+        lines += ["", "diff against the file as it is now:"]
+        if view.diff_note:
+            lines.append(f"  ({view.diff_note})")
+        if view.diff:
+            lines += view.diff.rstrip("\n").split("\n")
+    if view.decision == "pending":
+        lines += ["", f"approve: longrun approve {view.run_id} {view.approval_id} --as {who}",
+                  f'reject:  longrun reject {view.run_id} {view.approval_id} --as {who} --reason "..."']
+    return lines

@@ -1,0 +1,249 @@
+"""`longrun approvers add|list|revoke` (principals and their keys) and `longrun grant` /
+`revoke-grant` (standing approvals, signed).
+
+`approvers add NAME` makes an Ed25519 key pair, writes the private key to a file only you can
+read (`$LONGRUN_HOME/keys/NAME.pem`, or `--key-file`) and registers the public key in Postgres;
+`--public-key FILE` registers a key made elsewhere (the private half never comes near this
+machine). Registering and revoking need the schema owner's database URL (the app role may only
+read keys): `LONGRUN_OWNER_DATABASE_URL`, else the dev stack's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from longrun.auth import ROLES, default_key_path, key_id_of, new_key, public_pem, write_private_key
+from longrun.auth.keys import load_public_pem
+from longrun.errors import ApprovalError, ConfigError, StoreError
+from longrun.service import decide, render
+from longrun.service.commands.common import (
+    EXIT_OK,
+    CliError,
+    add_json,
+    add_signer_args,
+    open_store_only,
+    print_json,
+    say,
+    settings,
+    stack,
+    usage_error,
+)
+from longrun.store import InvalidInputError, Store, make_engine
+
+OWNER_HINT = ("registering or revoking a key needs the schema owner's database URL (the app role may only read "
+              "keys): set LONGRUN_OWNER_DATABASE_URL, or run this where `longrun dev up` wrote $LONGRUN_HOME/stack.json")
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    ap = sub.add_parser("approvers", help="principals who may approve: add, list, revoke their keys",
+                        description="Principals and their Ed25519 keys. Only the public key is stored in Postgres; "
+                        "the private key stays in a file only its owner can read. A run's --approver names principals.")
+    asub = ap.add_subparsers(dest="approvers_command", metavar="ACTION", required=True)
+    add = asub.add_parser("add", help="create a principal and a key (or register a public key)",
+                          description="Create the principal NAME (or give an existing one more roles) and register a "
+                          "key for it. Without --public-key, a new key pair is made and the private key written to "
+                          "--key-file (default $LONGRUN_KEYS_DIR/NAME.pem, else $LONGRUN_HOME/keys/NAME.pem), mode 0600.")
+    add.add_argument("name", help="the principal's name (letters, digits, . _ @ -)")
+    add.add_argument("--role", action="append", choices=ROLES, dest="roles",
+                     help="a role (repeatable; default: viewer and approver)")
+    add.add_argument("--key-file", type=Path, help="where to write the new private key")
+    add.add_argument("--public-key", type=Path, metavar="FILE", help="register this PEM public key instead of making one")
+    add.add_argument("--expires", metavar="DURATION", help="the key stops signing after this long (e.g. 90d)")
+    add.add_argument("--new-key", action="store_true", help="add a key to a principal that has an active one")
+    add_json(add)
+    add.set_defaults(func=cmd_add)
+
+    ls = asub.add_parser("list", help="principals, roles and keys (active, revoked, expired)")
+    add_json(ls)
+    ls.set_defaults(func=cmd_list)
+
+    rv = asub.add_parser("revoke", help="revoke a principal's keys",
+                         description="Revoke NAME's active keys (or --key KEY_ID). A revoked key signs nothing from "
+                         "now on; decisions it signed before stay verifiable.")
+    rv.add_argument("name")
+    rv.add_argument("--key", dest="key_id", metavar="KEY_ID", help="only this key")
+    rv.add_argument("--reason", default="", help="why (kept with the key)")
+    add_json(rv)
+    rv.set_defaults(func=cmd_revoke)
+
+    gr = sub.add_parser("grant", help="give a run a signed standing approval (a scope)",
+                        description="A standing approval for many actions: the --tool(s) on workspace paths matching "
+                        "--paths globs (* and ? within a segment, ** across), at most --max-uses times, until --ttl. "
+                        "The gate checks every use; a constraint added with `say --constraint` ends it.")
+    gr.add_argument("run", help="run id")
+    gr.add_argument("--tool", action="append", required=True, dest="tools", help="a tool (repeatable): "
+                    + ", ".join(decide.SCOPABLE_TOOLS))
+    gr.add_argument("--paths", action="append", required=True, metavar="GLOB", help="workspace path glob (repeatable)")
+    gr.add_argument("--max-uses", type=int, required=True, help="at most this many actions")
+    gr.add_argument("--ttl", required=True, metavar="DURATION", help="how long it stands (e.g. 2h)")
+    add_signer_args(gr)
+    add_json(gr)
+    gr.set_defaults(func=cmd_grant)
+
+    rg = sub.add_parser("revoke-grant", help="end a standing approval", description="End the scope now (signed).")
+    rg.add_argument("run", help="run id")
+    rg.add_argument("scope", help="scope id (scp-...)")
+    add_signer_args(rg)
+    add_json(rg)
+    rg.set_defaults(func=cmd_revoke_grant)
+
+
+@contextmanager
+def _owner_store() -> Iterator[Store]:
+    url = settings().owner_database_url
+    if not url:
+        raise CliError(f"no database configured; {OWNER_HINT}")
+    store = Store(make_engine(url))
+    try:
+        yield store
+    except StoreError as exc:
+        if "permission denied" in str(exc) or "42501" in str(exc):
+            raise CliError(f"{exc}; {OWNER_HINT}") from exc
+        raise
+    finally:
+        store.engine.dispose()
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    roles = args.roles or ["viewer", "approver"]
+    expires_at = None
+    if args.expires:
+        try:
+            expires_at = datetime.now(UTC) + timedelta(seconds=render.parse_duration(args.expires))
+        except ValueError as exc:
+            raise usage_error(f"--expires: {exc}") from exc
+    if args.public_key is not None and args.key_file is not None:
+        raise usage_error("--public-key registers a key made elsewhere; --key-file is where a new key goes: pick one")
+    with _owner_store() as store:
+        existing = next((p for p in store.principals() if p[0] == args.name), None)
+        active = [c for c in existing[3] if c.status_at(datetime.now(UTC)) == "active"] if existing else []
+        if active and not args.new_key:
+            if existing is not None and args.roles and args.public_key is None and args.key_file is None:
+                store.add_principal(args.name, roles, actor="cli")  # only more roles
+                say(f"{args.name} now has roles {', '.join(sorted(set(existing[1]) | set(roles)))}; key "
+                    f"{active[0].key_id} unchanged")
+                return EXIT_OK
+            raise CliError(f"{args.name} has an active key ({active[0].key_id}); pass --new-key to add another, or "
+                           f"`longrun approvers revoke {args.name}` first")
+        key_path = None
+        if args.public_key is not None:
+            try:
+                public = load_public_pem(args.public_key.read_text())
+            except OSError as exc:
+                raise usage_error(f"--public-key: {exc}") from exc
+            except ConfigError as exc:
+                raise usage_error(f"--public-key: {exc}") from exc
+        else:
+            key = new_key()
+            public = key.public_key()
+            key_path = (args.key_file or default_key_path(args.name)).expanduser().resolve()
+            write_private_key(key, key_path)  # first: never a registered key whose private half was lost
+        try:
+            created = store.add_principal(args.name, roles, actor="cli")
+            store.add_credential(args.name, key_id_of(public), public_pem(public), expires_at=expires_at)
+        except InvalidInputError as exc:
+            if key_path is not None:
+                key_path.unlink(missing_ok=True)
+            raise CliError(str(exc)) from exc
+        except BaseException:
+            if key_path is not None:
+                key_path.unlink(missing_ok=True)
+            raise
+    key_id = key_id_of(public)
+    if args.json:
+        print_json({"principal": args.name, "created": created, "roles": roles, "key_id": key_id,
+                    "key_file": str(key_path) if key_path else None,
+                    "expires_at": expires_at.isoformat() if expires_at else None})
+        return EXIT_OK
+    say(f"{'created' if created else 'updated'} principal {args.name} (roles: {', '.join(sorted(set(roles)))}); "
+        f"key {key_id} registered" + (f", expires {render.when(expires_at)}" if expires_at else ""))
+    if key_path is not None:
+        say(f"private key: {key_path} (mode 0600; keep it to yourself: it signs your decisions)")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    store = open_store_only()  # reading keys needs no more than the app role
+    try:
+        people = store.principals()
+    finally:
+        store.engine.dispose()
+    now = datetime.now(UTC)
+    rows: list[dict[str, Any]] = [
+        {"principal": name, "roles": list(roles), "key_id": c.key_id, "status": c.status_at(now),
+         "created_at": c.created_at.isoformat(), "expires_at": c.expires_at.isoformat() if c.expires_at else None,
+         "revoked_at": c.revoked_at.isoformat() if c.revoked_at else None, "revoked_reason": c.revoked_reason}
+        for name, roles, _at, creds in people for c in creds]
+    rows += [{"principal": name, "roles": list(roles), "key_id": None, "status": "no key", "created_at": None,
+              "revoked_reason": ""} for name, roles, _at, creds in people if not creds]
+    if args.json:
+        print_json({"principals": rows})
+        return EXIT_OK
+    if not rows:
+        say("no principals yet: `longrun approvers add NAME` creates one with a key")
+        return EXIT_OK
+    say(render.table([(r["principal"], ",".join(r["roles"]), r["key_id"] or "-", r["status"],
+                       render.when(datetime.fromisoformat(r["created_at"])) if r["created_at"] else "-",
+                       r["revoked_reason"] or "") for r in rows],
+                     ["principal", "roles", "key", "status", "registered", "note"]))
+    return EXIT_OK
+
+
+def cmd_revoke(args: argparse.Namespace) -> int:
+    with _owner_store() as store:
+        try:
+            revoked = store.revoke_credentials(args.name, key_id=args.key_id, reason=args.reason)
+        except InvalidInputError as exc:
+            raise CliError(str(exc)) from exc
+    if args.json:
+        print_json({"principal": args.name, "revoked": revoked})
+    elif revoked:
+        say(f"revoked {', '.join(revoked)} of {args.name}: they sign nothing from now on (what they signed before "
+            "stays verifiable)")
+    else:
+        say(f"{args.name} has no active key; nothing to revoke")
+    return EXIT_OK
+
+
+async def cmd_grant(args: argparse.Namespace) -> int:
+    try:
+        ttl = render.parse_duration(args.ttl)
+    except ValueError as exc:
+        raise usage_error(f"--ttl: {exc}") from exc
+    if args.max_uses < 1:
+        raise usage_error("--max-uses must be at least 1")
+    async with stack() as (client, store):
+        assert client is not None
+        store.get_run(args.run)
+        try:
+            scope_id, answer = await decide.grant_scope(client, store, args.run, args.approver, tools=args.tools,
+                                                        paths=args.paths, max_uses=args.max_uses, ttl_seconds=ttl,
+                                                        key_path=args.key)
+        except ApprovalError as exc:
+            raise CliError(f"grant refused: {exc}") from exc
+    if args.json:
+        print_json({"run_id": args.run, "scope_id": scope_id, "result": answer})
+    else:
+        say(answer)
+        say(f"end it early with `longrun revoke-grant {args.run} {scope_id} --as {args.approver}`")
+    return EXIT_OK
+
+
+async def cmd_revoke_grant(args: argparse.Namespace) -> int:
+    async with stack() as (client, store):
+        assert client is not None
+        store.get_run(args.run)
+        try:
+            answer = await decide.revoke_scope(client, store, args.run, args.scope, args.approver, key_path=args.key)
+        except ApprovalError as exc:
+            raise CliError(f"revoke-grant refused: {exc}") from exc
+    if args.json:
+        print_json({"run_id": args.run, "scope_id": args.scope, "result": answer})
+    else:
+        say(answer)
+    return EXIT_OK

@@ -1,0 +1,391 @@
+"""The sandbox every `run_command` runs in.
+
+An allow-listed command runs code the model can change (an approved `conftest.py` runs on the
+allowed `python -m pytest -q`), so the command, not the allow-list, is the boundary. Each command
+runs in a new set of namespaces, with nothing of the worker but what it needs:
+
+- **the filesystem** read-only, except the workspace (read-write, at its own path; its `.git`,
+  `.husky`, `.vscode`, `.github/workflows`, `.envrc` and `.pre-commit-config.yaml`, where they
+  exist, stay read-only); `HOME` is a fresh empty directory, `/tmp`, `/var/tmp` and `/run` are
+  empty tmpfs, the worker's home and `$LONGRUN_HOME` (the stack's data, its URLs and keys) are
+  hidden under empty tmpfs. What must stay visible inside a hidden home (the interpreter's prefix,
+  the command's install prefix, e.g. a pyenv Python under `~/.pyenv`) is bound back read-only;
+- **the environment** PATH, HOME and LANG only (`minimal_env`);
+- **no network** (a new network namespace with only loopback) unless the run spec says
+  `allow_network: true`;
+- **its own processes only**: a new pid namespace with its own `/proc`, so no `/proc/<ppid>/environ`
+  of the worker; when the command ends, every process it left behind is killed (the namespace
+  ends with its first process), a daemon too;
+- **limits**: the wall-time limit (`command_timeout_seconds`), CPU seconds (the same number) and a
+  data-segment limit (`command_memory_mb`) per process, no core files.
+
+Backends (`RunSpec.sandbox`, else the worker's `LONGRUN_SANDBOX`, else `auto`):
+
+- `bwrap`: bubblewrap (`--unshare-all --die-with-parent --clearenv --cap-drop ALL`, `--ro-bind / /`,
+  `--bind` of the workspace, `--tmpfs` of HOME, /tmp and the hidden paths, its own `/dev`, `/proc`);
+- `unshare`: util-linux `unshare` (user, mount, pid, net, ipc and uts namespaces) with
+  `sandbox_init.py` as the namespace's first process, which builds the same view by hand and drops
+  every capability before it runs the command;
+- `none`: no sandbox: the minimal environment, a fresh HOME and the limits only. Only when the
+  operator says so; the command can then read whatever the worker can.
+- `auto`: `bwrap` when it works here, else `unshare` when it works here, else commands are
+  refused, with a message saying how to get one.
+
+Whether a backend works is found out once per worker process, by running `true` in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal, get_args
+
+from longrun.errors import SandboxUnavailable, ToolError
+from longrun.tools.autorun import existing_autorun_paths
+
+SandboxMode = Literal["auto", "bwrap", "unshare", "none"]
+Backend = Literal["bwrap", "unshare", "none"]
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
+
+SANDBOX_HOME = "/tmp/home"
+"""HOME inside a sandbox: an empty directory on the sandbox's own /tmp."""
+EMPTY_DIRS = ("/tmp", "/var/tmp", "/run")
+"""Always replaced by empty tmpfs inside a sandbox (sockets of local daemons live in /run and /tmp)."""
+INIT_SCRIPT = Path(__file__).with_name("sandbox_init.py")
+PROBE_TIMEOUT = 20.0
+SETUP_FAILED = 125
+"""Exit code of `sandbox_init.py` when it could not build the sandbox."""
+
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: `apt install bubblewrap`; Fedora: `dnf install bubblewrap`), or allow "
+    "unprivileged user namespaces so util-linux `unshare` works (sysctl kernel.unprivileged_userns_clone=1; on "
+    "Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0), or, to run commands with no sandbox at "
+    "all (they can then read everything the worker can, its secrets included), set `sandbox: none` in the run "
+    "spec or LONGRUN_SANDBOX=none for the worker"
+)
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """How one run's commands are confined.
+
+    Attributes:
+        mode: the backend asked for (`auto` chooses; see the module docstring).
+        allow_network: keep the host's network (default: only a loopback of the sandbox's own).
+        memory_mb: RLIMIT_DATA of every process of the command, in MiB.
+        cpu_seconds: RLIMIT_CPU of every process; None: the command's wall-time limit.
+        hide: paths hidden under an empty tmpfs besides the worker's home (the worker passes
+            `$LONGRUN_HOME`).
+        expose: paths inside hidden ones to bind back read-only (toolchains under a home).
+    """
+
+    mode: SandboxMode = "auto"
+    allow_network: bool = False
+    memory_mb: int = 4096
+    cpu_seconds: int | None = None
+    hide: tuple[str, ...] = ()
+    expose: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a command ended: its exit code (negative: killed by that signal from outside; 128+N:
+    died of signal N inside a pid namespace), whether the wall-time limit killed it, and where it ran."""
+
+    code: int
+    timed_out: bool
+    backend: Backend
+
+
+def minimal_env(home: str = SANDBOX_HOME) -> dict[str, str]:
+    """The environment of a command: PATH, HOME (a fresh directory, never the worker's) and LANG."""
+    return {"PATH": os.environ.get("PATH", os.defpath), "HOME": home, "LANG": "C.UTF-8"}
+
+
+def worker_homes() -> list[str]:
+    """The worker's home directories ($HOME and the password database's), always hidden."""
+    homes = []
+    with contextlib.suppress(KeyError):
+        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
+    if os.environ.get("HOME"):
+        homes.append(os.environ["HOME"])
+    return [str(Path(h).resolve()) for h in homes if h and Path(h).resolve() != Path("/")]
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(path != r and path.is_relative_to(r) for r in roots)
+
+
+def _covers(path: Path, roots: list[Path]) -> bool:
+    """`path` is one of `roots` or holds one (binding it back would undo the hiding)."""
+    return any(r == path or r.is_relative_to(path) for r in roots)
+
+
+def _install_prefix(program: str, env_path: str, cwd: Path) -> Path | None:
+    """Where a program is installed: `<prefix>/bin/<name>` gives <prefix>, else its directory."""
+    found = str(cwd / program) if "/" in program else shutil.which(program, path=env_path)
+    if not found:
+        return None
+    real = Path(found).resolve()
+    return real.parent.parent if real.parent.name == "bin" else real.parent
+
+
+def layout(argv: list[str], workspace: Path, policy: SandboxPolicy) -> tuple[list[str], list[str]]:
+    """(paths to hide, paths to bind read-only over what is there) for one command.
+
+    Hidden: the worker's homes and `policy.hide`, where they exist. Bound read-only: the worker's
+    own interpreter prefixes, the command's install prefix and `policy.expose`, where they lie
+    inside a hidden path without being (or holding) one of them; and the auto-run paths of the
+    workspace (`.git`, `.husky`, `.envrc`, ...: `autorun.existing_autorun_paths`), so that the
+    command cannot leave a hook behind that runs later, outside any sandbox.
+    """
+    hidden = sorted({str(Path(p).resolve()) for p in [*worker_homes(), *policy.hide] if p and Path(p).is_dir()})
+    roots = [Path(h) for h in hidden]
+    candidates = [sys.base_prefix, sys.prefix, sys.exec_prefix, *policy.expose]
+    prefix = _install_prefix(argv[0], minimal_env()["PATH"], workspace)
+    if prefix is not None:
+        candidates.append(str(prefix))
+    expose: list[str] = []
+    for c in candidates:
+        p = Path(c).resolve()
+        if p.exists() and _inside(p, roots) and not _covers(p, roots) and str(p) not in expose:
+            expose.append(str(p))
+    ws = workspace.resolve()
+    expose += [str(p) for p in existing_autorun_paths(ws) if str(p) not in expose]
+    # the workspace itself may lie inside a hidden path: it is bound after (over) the tmpfs
+    return [h for h in hidden if Path(h) != ws], expose
+
+
+def _by_depth(path: str) -> int:
+    return len(Path(path).parts)
+
+
+def _bwrap_argv(argv: list[str], workspace: Path, policy: SandboxPolicy) -> list[str]:
+    hidden, expose = layout(argv, workspace, policy)
+    ws = str(workspace.resolve())
+    out = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+           "--hostname", "longrun-sandbox"]
+    if policy.allow_network:
+        out.append("--share-net")
+    out.append("--clearenv")
+    for key, value in minimal_env().items():
+        out += ["--setenv", key, value]
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    ops: list[tuple[int, int, list[str]]] = []
+    for d in EMPTY_DIRS:
+        if Path(d).is_dir():
+            ops.append((_by_depth(d), 0, ["--tmpfs", d]))
+    ops += [(_by_depth(h), 0, ["--tmpfs", h]) for h in hidden]
+    ops.append((_by_depth(ws), 1, ["--bind", ws, ws]))
+    ops += [(_by_depth(e), 2, ["--ro-bind", e, e]) for e in expose]
+    for _, _, op in sorted(ops, key=lambda o: (o[0], o[1])):
+        out += op
+    out += ["--dir", SANDBOX_HOME, "--chdir", ws, "--", *argv]
+    return out
+
+
+def _unshare_argv(argv: list[str], workspace: Path, policy: SandboxPolicy, stage: str, watch_fd: int) -> list[str]:
+    hidden, expose = layout(argv, workspace, policy)
+    ws = str(workspace.resolve())
+    config = {
+        "stage": stage, "hide": hidden, "binds": [ws], "expose": expose, "cwd": ws, "env": minimal_env(),
+        "argv": argv, "watch_fd": watch_fd, "network": policy.allow_network,
+    }
+    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--uts",
+             "--kill-child=SIGKILL"]
+    if not policy.allow_network:
+        flags.append("--net")
+    return ["unshare", *flags, sys.executable, "-I", "-S", str(INIT_SCRIPT), json.dumps(config)]
+
+
+def _limits(policy: SandboxPolicy, timeout: float) -> list[str]:
+    """A `prlimit` prefix: CPU seconds, data segment, no core files (inherited by every child)."""
+    if shutil.which("prlimit") is None:
+        return []
+    cpu = policy.cpu_seconds or max(1, int(timeout + 0.999))
+    data = policy.memory_mb * 1024 * 1024
+    return ["prlimit", f"--cpu={cpu}:{cpu + 5}", f"--data={data}", "--core=0", "--"]
+
+
+def _preexec_limits(policy: SandboxPolicy, timeout: float) -> None:  # pragma: no cover - without prlimit only
+    import resource
+
+    cpu = policy.cpu_seconds or max(1, int(timeout + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    data = policy.memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_DATA, (data, data))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _check_program(argv: list[str], cwd: Path) -> None:
+    program = argv[0]
+    if "/" in program:
+        path = cwd / program
+        if not path.exists():
+            raise ToolError(f"command not found: {program!r} does not exist (relative to the workspace)")
+        if not os.access(path, os.X_OK):
+            raise ToolError(f"command {program!r} is not executable")
+    elif shutil.which(program, path=minimal_env()["PATH"]) is None:
+        raise ToolError(f"command not found: {program!r} is not on PATH in the command environment")
+
+
+def execute(
+    argv: list[str],
+    *,
+    workspace: Path,
+    policy: SandboxPolicy,
+    timeout: float,
+    stdout: IO[bytes],
+    stderr: IO[bytes],
+    backend: Backend | None = None,
+) -> Finished:
+    """Run `argv` in the workspace under `policy`, output to the given files.
+
+    Args:
+        backend: the backend to use (the probe passes it); default: `choose(policy.mode)`.
+
+    Raises:
+        SandboxUnavailable: no sandbox this policy allows works on this machine.
+        ToolError: the program does not exist or cannot be run, or the sandbox failed to start.
+    """
+    backend = backend or choose(policy.mode)
+    cwd = workspace.resolve()
+    _check_program(argv, cwd)
+    prefix = _limits(policy, timeout)
+    timed_out = False
+    with contextlib.ExitStack() as stack:
+        pass_fds: tuple[int, ...] = ()
+        if backend == "bwrap":
+            cmd, env = _bwrap_argv(argv, cwd, policy), minimal_env()
+        elif backend == "unshare":
+            stage = tempfile.mkdtemp(prefix="longrun-sandbox-")
+            stack.callback(_rmdir, stage)  # empty on the host: the sandbox's mounts were its own
+            watch_r, watch_w = os.pipe()
+            stack.callback(os.close, watch_w)  # closed when the worker dies, too: the sandbox ends then
+            pass_fds = (watch_r,)
+            cmd, env = _unshare_argv(argv, cwd, policy, stage, watch_r), minimal_env()
+        else:
+            home = tempfile.mkdtemp(prefix="longrun-home-")
+            stack.callback(shutil.rmtree, home, ignore_errors=True)
+            cmd, env = argv, minimal_env(home)
+        try:
+            proc = subprocess.Popen(
+                [*prefix, *cmd], shell=False, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
+                stderr=stderr, start_new_session=True, pass_fds=pass_fds,
+                preexec_fn=None if prefix else (lambda: _preexec_limits(policy, timeout)),  # without prlimit only
+            )
+        except FileNotFoundError as exc:
+            raise ToolError(f"command not found: {argv[0]!r} is not on PATH in the command environment") from exc
+        except PermissionError as exc:
+            raise ToolError(f"command {argv[0]!r} is not executable: {exc}") from exc
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            code = proc.wait()
+        # what the command left in its process group ends with it (in a sandbox the pid namespace
+        # already ended every process it started; under `none` one that left the group survives)
+        _kill_group(proc.pid)
+    if backend == "unshare" and code == SETUP_FAILED and not timed_out:
+        stderr.seek(0)
+        said = stderr.read(4000).decode("utf-8", "replace")
+        if "longrun sandbox: setup failed" in said:
+            raise ToolError(f"the sandbox could not be set up, so the command did not run: {said.strip()}")
+    return Finished(code=code, timed_out=timed_out, backend=backend)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _rmdir(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+_probed: dict[str, str | None] = {}
+_probe_lock = threading.Lock()
+
+
+def probe(backend: Backend) -> str | None:
+    """Why `backend` does not work on this machine, or None when it does (found out once: `true`
+    is run in it)."""
+    with _probe_lock:
+        if backend in _probed:
+            return _probed[backend]
+        _probed[backend] = reason = _probe(backend)
+        return reason
+
+
+def reset_probes() -> None:
+    """Forget what `probe` found (tests; a worker after the operator installed bubblewrap)."""
+    with _probe_lock:
+        _probed.clear()
+
+
+def _probe(backend: Backend) -> str | None:
+    if backend == "none":
+        return None
+    if shutil.which(backend) is None:
+        return f"`{backend}` is not installed"
+    with tempfile.TemporaryDirectory(prefix="longrun-probe-") as ws, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        try:
+            done = execute(["true"], workspace=Path(ws), policy=SandboxPolicy(mode=backend), timeout=PROBE_TIMEOUT,
+                           stdout=out, stderr=err, backend=backend)
+        except ToolError as exc:
+            return str(exc)
+        if done.code == 0:
+            return None
+        err.seek(0)
+        said = err.read(2000).decode("utf-8", "replace").strip()
+        return f"`{backend}` does not work here (exit code {done.code}): {said or 'no message'}"
+
+
+def choose(mode: SandboxMode) -> Backend:
+    """The backend commands run in under `mode`.
+
+    Raises:
+        SandboxUnavailable: the backend asked for does not work here, or (`auto`) neither does.
+    """
+    if mode not in SANDBOX_MODES:
+        raise SandboxUnavailable(f"unknown sandbox {mode!r}; choose one of {', '.join(SANDBOX_MODES)}")
+    if mode == "none":
+        return "none"
+    if mode in ("bwrap", "unshare"):
+        reason = probe(mode)
+        if reason is None:
+            return mode
+        raise SandboxUnavailable(f"commands run only in a sandbox, and sandbox {mode!r} is not available: {reason}. "
+                                 f"To fix: {INSTALL_HINT}")
+    reasons = []
+    candidates: tuple[Backend, ...] = ("bwrap", "unshare")
+    for candidate in candidates:
+        reason = probe(candidate)
+        if reason is None:
+            return candidate
+        reasons.append(f"{candidate}: {reason}")
+    raise SandboxUnavailable(f"commands run only in a sandbox, and none works on this worker ({'; '.join(reasons)}). "
+                             f"To fix: {INSTALL_HINT}")
+
+
+def describe(backend: Backend, policy: SandboxPolicy) -> str:
+    """One line for status and the audit: the backend and whether the network is on."""
+    if backend == "none":
+        return "none (no sandbox: the operator chose it)"
+    return f"{backend} ({'network allowed' if policy.allow_network else 'no network'})"

@@ -1,0 +1,112 @@
+"""A `longrun` CLI session against a real embedded stack, as a user has one: `longrun dev up` in
+a temporary LONGRUN_HOME on free ports, a `longrun worker` subprocess, and the installed script
+run as a subprocess for every command. Each test module that imports the `cli` fixture gets one
+stack for all its tests; alice is registered as an approver with a key in that home, the way a
+person gets one (`longrun approvers add alice`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from longrun.service.devstack import free_port
+from longrun.store import libpq_url, sqlalchemy_url
+
+LONGRUN = str(Path(sys.executable).parent / "longrun")
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+TEST_ARGV = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-q"]
+OBJECTIVE = "The moving averages reported by the stats helper look wrong. Find the defect and propose a fix."
+CLEARED = ("LONGRUN_DATABASE_URL", "TEMPORAL_ADDRESS", "LONGRUN_TASK_QUEUE", "LONGRUN_NAMESPACE", "LONGRUN_MODEL",
+           "ANTHROPIC_API_KEY",  # the default model must be scripted here
+           "LONGRUN_KEYS_DIR", "LONGRUN_OWNER_DATABASE_URL")  # keys go to this home, approvers to this stack
+
+
+class Cli:
+    """Runs `longrun ...` with this module's LONGRUN_HOME."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.env = {k: v for k, v in os.environ.items() if k not in CLEARED}
+        self.env["LONGRUN_HOME"] = str(home)
+
+    def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([LONGRUN, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def json(self, *args: str) -> Any:
+        done = self(*args, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def start_and_wait(self, workspace: Path, *extra: str) -> tuple[str, dict]:
+        """`start --wait`: returns once the run needs a human; then its status."""
+        done = self(
+            "start", "--objective", OBJECTIVE, "--workspace", str(workspace), "--approver", "alice",
+            "--constraint", f"tests: {shlex.join(TEST_ARGV)}", "--allow-command", shlex.join(TEST_ARGV),
+            "--wait", "--json", *extra,
+        )
+        assert done.returncode == 0, done.stderr
+        first, last = (json.loads(line) for line in done.stdout.splitlines())
+        assert last["run_id"] == first["run_id"]
+        return first["run_id"], self.json("status", first["run_id"])
+
+
+@pytest.fixture(scope="module")
+def cli() -> Iterator[Cli]:
+    """One embedded stack and one worker for every test of this module. The home is not under
+    pytest's basetemp: another pytest session resets that tree to mode 0700, and the embedded
+    PostgreSQL runs as a system user who must traverse the path."""
+    root = Path(tempfile.mkdtemp(prefix="longrun-cli-"))
+    cli = Cli(root / "home")
+    up = cli("dev", "up", "--port", str(free_port()), "--headless", "--json", timeout=120)
+    assert up.returncode == 0, up.stderr
+    added = cli("approvers", "add", "alice")  # the way a person gets a key: $LONGRUN_HOME/keys/alice.pem
+    assert added.returncode == 0, added.stderr
+    assert (cli.home / "keys" / "alice.pem").stat().st_mode & 0o777 == 0o600
+    log = open(cli.home / "worker.log", "w")
+    worker = subprocess.Popen([LONGRUN, "worker"], env=cli.env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield cli
+    finally:
+        worker.send_signal(signal.SIGINT)
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(5)
+        log.close()
+        down = cli("dev", "down", timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+        assert down.returncode == 0, down.stderr
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    target = tmp_path / "tiny"
+    shutil.copytree(SAMPLES / "tiny", target)
+    return target
+
+
+def tamper(cli: Cli, table: str, statement: str) -> None:
+    """Run `statement` as the embedded server's superuser with the append-only trigger off."""
+    url = json.loads((cli.home / "stack.json").read_text())["database_url"]
+    admin = libpq_url(sqlalchemy_url(url).set(username="postgres", password=None))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {table}_append_only")
+        try:
+            conn.execute(statement)
+        finally:
+            conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {table}_append_only")
