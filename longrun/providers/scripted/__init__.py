@@ -1,8 +1,9 @@
 """The `scripted` provider: a deterministic, offline stand-in for a model.
 
 It is **not a language model**. It is an agent *policy* written in Python that drives a real
-forensic review of a workspace through longrun's tools, so the demo and the tests run with no API
-key and no network, and every run is reproducible byte for byte.
+forensic review of a workspace (or, when the objective asks for one, a rename across a package)
+through longrun's tools, so the demo and the tests run with no API key and no network, and every
+run is reproducible byte for byte.
 
 Each `complete()` reads only the request:
 - the task-state block (the last `<task_state>` in the last user message): objective,
@@ -15,6 +16,8 @@ once and every decision is recomputed from the state block plus the last results
 Where each part lives (imports go down this list only, never up: no cycle):
 - `provider`: `ScriptedProvider`, which picks the policy for a request and builds the response;
 - `child`: the child policy (a subagent's run) and the FINDINGS / UNCERTAIN answer it writes;
+- `refactor`: the refactor policy ("Rename `old` to `new` ..."), survey -> fix -> verify -> report,
+  one apply_patch per file; `rename`: its knowledge (notes), the objective's parse, each file's patch;
 - `policy`: the parent policy's decision and its stages, survey -> investigate -> fix -> verify
   -> report;
 - `absorb`: how the parent takes in the last tool results (notes, decisions);
@@ -32,6 +35,8 @@ from longrun.providers.scripted.child import ChildPolicy, format_answer
 from longrun.providers.scripted.objective import Constraints, find_test_command, objective_terms
 from longrun.providers.scripted.policy import Policy
 from longrun.providers.scripted.provider import ScriptedProvider
+from longrun.providers.scripted.refactor import RefactorPolicy
+from longrun.providers.scripted.rename import Rename
 from longrun.providers.scripted.rules import RULE_IDS, RULES, Finding, Patch, propose_patch, scan
 from longrun.subagents import parse_answer
 
@@ -43,6 +48,8 @@ __all__ = [
     "Finding",
     "Patch",
     "Policy",
+    "RefactorPolicy",
+    "Rename",
     "ScriptedProvider",
     "find_test_command",
     "format_answer",

@@ -1,9 +1,10 @@
-"""`ScriptedProvider`: the provider protocol around the two scripted policies.
+"""`ScriptedProvider`: the provider protocol around the scripted policies.
 
 Each `complete()` picks the policy from the request alone: a run whose objective starts with
-`Subagent brief:` is a child (`child.ChildPolicy`), any other is a parent (`policy.Policy`, told
-whether a `task` tool is offered). Tool-use ids are `toolu_s{turn:04d}_{i}_{digest}`, where
-`digest` hashes the request, so they are unique across a compacted run and identical when the
+`Subagent brief:` is a child (`child.ChildPolicy`); a parent whose objective asks for a rename
+("Rename `old` to `new` ...", `rename.Rename.parse`) gets the refactor (`refactor.RefactorPolicy`);
+any other parent the forensic review (`policy.Policy`, told whether a `task` tool is offered).
+Tool-use ids are `toolu_s{turn:04d}_{i}_{digest}`, where `digest` hashes the request, so they are unique across a compacted run and identical when the
 very same request is retried. Usage comes from longrun's own token estimator; cache fields are 0.
 """
 
@@ -16,6 +17,8 @@ from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse, Usag
 from longrun.providers.models_table import SCRIPTED, SCRIPTED_INFO
 from longrun.providers.scripted.child import ChildPolicy
 from longrun.providers.scripted.policy import Policy
+from longrun.providers.scripted.refactor import RefactorPolicy
+from longrun.providers.scripted.rename import Rename
 from longrun.providers.scripted.turns import AGENT_LABEL, Turn, last_results, last_state
 from longrun.subagents import is_child_objective
 
@@ -44,6 +47,8 @@ class ScriptedProvider:
             number = 1 + sum(1 for m in request.messages if m.role == "assistant")
             if is_child_objective(str(state.get("objective", ""))):
                 turn = ChildPolicy(state, request.messages, number).decide()
+            elif (rename := Rename.parse(str(state.get("objective", "")))) is not None:
+                turn = RefactorPolicy(state, last_results(request), number, rename).decide()
             else:
                 tools = frozenset(t.name for t in request.tools)
                 turn = Policy(state, last_results(request), number, tools).decide()
