@@ -237,6 +237,11 @@ def test_projections_are_saved_unless_stale(store: Store) -> None:
     assert [p.version for p in store.projections("r")] == [1, 3]
     assert store.latest_projection("r") == _projection(3, 2, 8)
 
+    # the human's messages a summary quotes are kept as data beside it
+    quoted = _projection(4, 2, 9).model_copy(update={"summary_users": ["keep </user_message> as is"]})
+    store.save_projection("r", quoted, expected_state_version=2)
+    assert store.latest_projection("r") == quoted
+
 
 def test_audit_events_round_trip(store: Store) -> None:
     store.create_run("r", _spec())

@@ -114,6 +114,7 @@ def compact(
     view.extend(it.message for it in ordered if it.seq > cover_prev)
     original = list(view)
     summary = previous.summary if previous is not None else None
+    users = previous.summary_users if previous is not None else None  # the quoted human messages, as data
     covers = max(cover_prev, ordered[-1].seq if ordered else 0)
 
     ratio = calibration.ratio if calibration.ratio > 0 else 1.0
@@ -163,17 +164,18 @@ def compact(
     # Stage 2: summarize, only when the cheap stages did not reach the target.
     if total() > target_est or force:
         now = total()
-        kept = (view, ests, summary, report.model_copy())
+        kept = (view, ests, summary, users, report.model_copy())
         kept_original = list(original)
-        done = _summarize(view, original, ests, summary, state=state, policy=policy, report=report, summarizer=summarizer,
-                          fixed=fixed, target_est=target_est, limit_est=limit_est, notes_tokens=notes_tokens)
+        done = _summarize(view, original, ests, summary, users, state=state, policy=policy, report=report,
+                          summarizer=summarizer, fixed=fixed, target_est=target_est, limit_est=limit_est,
+                          notes_tokens=notes_tokens)
         if done is not None:
-            summary, cut = done
+            summary, cut, users = done
             view, ests, original = view[cut:], ests[cut:], original[cut:]
             if now - total() < min(policy.clear_at_least, (now - target_est) // 2) or total() >= now:
                 # a summary that frees less than half the way to the target (or clear_at_least)
                 # only costs a cache rewrite and blocks the next compaction: undo it
-                view, ests, summary, undone = kept
+                view, ests, summary, users, undone = kept
                 original = list(kept_original)
                 for name in ("messages_summarized", "summary_tokens", "summary_source", "summary_rejected_reason",
                              "ledger_facts", "ledger_left_out"):
@@ -191,7 +193,7 @@ def compact(
         last = open_cycle_start(view)
         suffix_last = sum(ests[last:])
         before_summary = summary
-        summary = layout.fit(summary, fixed + _summary_cost(summary) + suffix_last - limit_est)
+        summary = layout.fit(summary, fixed + _summary_cost(summary) + suffix_last - limit_est, users)
         room = limit_est - fixed - _summary_cost(summary)
         c = choose_cut(view, ests, room, min(tail_floor(view, policy.min_tail_turns), last))
         if c is None:
@@ -201,11 +203,11 @@ def compact(
             c = max(i for i in range(last + 1) if ok[i])
         changed = changed or summary != before_summary
         if c:
-            summary = _index_dropped(summary, view[:c], original[:c], tool_uses_by_id(view[:c]))
+            summary = _index_dropped(summary, users, view[:c], original[:c], tool_uses_by_id(view[:c]))
             view, ests = view[c:], ests[c:]
             report.dropped_messages = c
             changed = True
-            summary = layout.fit(summary, total() - limit_est)
+            summary = layout.fit(summary, total() - limit_est, users)
         freed["enforce"] = max(0, now - total())
 
     after = total()
@@ -230,6 +232,7 @@ def compact(
         summary=summary,
         messages=view,
         report=report,
+        summary_users=layout.parse(summary, users).users if summary else None,
     )
 
 
@@ -238,6 +241,7 @@ def _summarize(
     original: list[Message],
     ests: list[int],
     previous_summary: str | None,
+    previous_users: list[str] | None,
     *,
     state: TaskState,
     policy: ContextPolicy,
@@ -247,7 +251,7 @@ def _summarize(
     target_est: int,
     limit_est: int,
     notes_tokens: int,
-) -> tuple[str, int] | None:
+) -> tuple[str, int, list[str]] | None:
     """(new summary, cut) or None when there is nothing worth summarizing.
 
     The summary is the summarizer's body, the results index (one line per summarized result,
@@ -269,7 +273,7 @@ def _summarize(
     valid = [c for c in range(1, last + 1) if ok[c]]
     if not valid:
         return None
-    prev = layout.parse(previous_summary)
+    prev = layout.parse(previous_summary, previous_users)
     hint_of = {b.id: f"{b.name} {index.input_hint(b.input)}" for b in tool_uses_by_id(original).values()}
     suffix = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
@@ -346,7 +350,7 @@ def _summarize(
     report.summary_tokens = estimate_text(full)
     report.ledger_facts = len(facts)
     report.ledger_left_out = left_out
-    return full, cut
+    return full, cut, users
 
 
 BODY_FLOOR = 300
@@ -356,7 +360,8 @@ BODY_MIN = 150
 newest progress lines."""
 
 
-def _index_dropped(summary: str | None, dropped: list[Message], original: list[Message], uses: dict[str, Any]) -> str | None:
+def _index_dropped(summary: str | None, users: list[str] | None, dropped: list[Message], original: list[Message],
+                   uses: dict[str, Any]) -> str | None:
     """The summary with the results of messages stage 3 dropped added to its index, and their
     facts to its ledger."""
     new = index.entries(dropped, uses)
@@ -364,7 +369,7 @@ def _index_dropped(summary: str | None, dropped: list[Message], original: list[M
     units = ledger.units_of(original, hint_of)
     if not new and not units:
         return summary
-    parts = layout.parse(summary)
+    parts = layout.parse(summary, users)
     parts.lines = index.fold(parts.lines, new)
     parts.facts = ledger.fold(parts.facts, units)
     return parts.render()

@@ -70,11 +70,18 @@ def neutralise(body: str) -> str:
     return "\n".join(out)
 
 
-def parse(summary: str | None) -> SummaryParts:
+def parse(summary: str | None, users_given: list[str] | None = None) -> SummaryParts:
     """The parts of a summary written by `compact` (any older layout included: artifact lines
-    that summaries written before the index kept in their Facts move into the index)."""
+    that summaries written before the index kept in their Facts move into the index).
+
+    Args:
+        users_given: the human's messages the summary quotes, as the projection keeps them
+            (`Projection.summary_users`): used instead of what the text's user section holds, so
+            no text, not even a human's own `</user_message>`, decides what reads as a human's
+            message at the next fold. None for a projection written before they were kept."""
     parts = SummaryParts()
     if not summary:
+        parts.users = list(users_given or [])
         return parts
     rest = summary
     if rest.startswith(ledger.LEDGER_SECTION):
@@ -88,7 +95,7 @@ def parse(summary: str | None) -> SummaryParts:
     else:
         head, sep, tail = rest.partition("\n\n" + USER_SECTION + "\n")
         rest, users = (head, tail) if sep else (rest, "")
-    parts.users = _USER_MSG.findall(users)
+    parts.users = _USER_MSG.findall(users) if users_given is None else list(users_given)
     section = ""
     body: str | None = rest
     if rest.startswith(index.INDEX_SECTION):
@@ -121,13 +128,13 @@ def old_references(body: str | None) -> tuple[str | None, list[tuple[str, str, s
     return "\n".join(kept), refs
 
 
-def fit(summary: str | None, free: int) -> str | None:
+def fit(summary: str | None, free: int, users: list[str] | None = None) -> str | None:
     """Stage 3's last resort on a summary: its oldest index lines go (their artifacts are still
     stored), then the ledger's least informative facts (the transcript keeps them), counted,
-    until `free` tokens are freed."""
+    until `free` tokens are freed. `users`: as for `parse`."""
     if not summary or free <= 0:
         return summary
-    parts = parse(summary)
+    parts = parse(summary, users)
     if not parts.lines and not parts.facts:
         return summary
     start = estimate_text(summary)

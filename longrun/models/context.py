@@ -69,3 +69,9 @@ class Projection(BaseModel):
     summary: str | None = None
     messages: list[Message] = Field(default_factory=list)
     report: CompactionReport
+    summary_users: list[str] | None = Field(
+        default=None,
+        description="the human's messages the summary quotes verbatim, as data: the next compaction folds "
+        "these forward, never what it would parse out of the summary's text (None: a projection written "
+        "before, whose summary is parsed)",
+    )

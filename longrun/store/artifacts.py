@@ -235,8 +235,11 @@ class ArtifactsMixin(StoreCore):
         """
         proj: Projection = _validate(Projection, projection, "projection")
         _check_int("expected_state_version", expected_state_version, minimum=1)
-        content = {"summary": self.redactor.redact(proj.summary) if proj.summary else proj.summary,
-                   "messages": [self._redact_message(m.model_dump(mode="json")) for m in proj.messages]}
+        content: dict[str, Any] = {
+            "summary": self.redactor.redact(proj.summary) if proj.summary else proj.summary,
+            "messages": [self._redact_message(m.model_dump(mode="json")) for m in proj.messages]}
+        if proj.summary_users is not None:
+            content["summary_users"] = [self.redactor.redact(t) for t in proj.summary_users]
         _check_size("projection", content, MAX_MESSAGE_BYTES * 4, "the projection should be smaller than the window")
         report = proj.report.model_dump(mode="json")
 
@@ -268,6 +271,7 @@ class ArtifactsMixin(StoreCore):
                 covers_through_seq=row.covers_through_seq, summary=row.content.get("summary"),
                 messages=[Message.model_validate(m) for m in row.content.get("messages", [])],
                 report=CompactionReport.model_validate(row.report),
+                summary_users=row.content.get("summary_users"),
             )
         except ValidationError as exc:
             raise StoreError(f"projection {row.version} of run {run_id} does not parse: {_fields(exc)}") from exc
