@@ -427,6 +427,24 @@ def test_toolchain_inside_the_hidden_home_stays_usable(ws: Path, tmp_path: Path,
     assert "hello from the toolchain" in text and "HOMESECRET" not in text, text
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_toolchain_under_tmp_stays_usable(ws: Path, tmp_path: Path, backend: sb.Backend) -> None:
+    """/tmp is emptied in the sandbox, but a program installed under it (a checkout in /tmp with its
+    .venv, as a CI clone is) still runs; the rest of /tmp stays hidden."""
+    _skip_unless(backend)
+    assert str(tmp_path).startswith("/tmp/"), tmp_path
+    tool = tmp_path / "checkout" / ".venv" / "bin"
+    tool.mkdir(parents=True)
+    (tmp_path / "secret.txt").write_text("TMPSECRET\n")
+    script = tool / "hello"
+    script.write_text(f"#!/bin/sh\necho hello from /tmp; cat {tmp_path}/secret.txt 2>&1 || true\n")
+    script.chmod(0o755)
+    argv = [str(script)]
+    assert RUN_COMMAND.run is not None
+    text = RUN_COMMAND.run({"argv": argv}, _ctx(ws, argv, SandboxPolicy(mode=backend))).text
+    assert "hello from /tmp" in text and "TMPSECRET" not in text, text
+
+
 def test_probe_and_describe() -> None:
     assert sb.probe("none") is None
     assert sb.describe("unshare", SandboxPolicy()) == "unshare (no network)"

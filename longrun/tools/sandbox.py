@@ -145,12 +145,14 @@ def layout(argv: list[str], workspace: Path, policy: SandboxPolicy) -> tuple[lis
 
     Hidden: the worker's homes and `policy.hide`, where they exist. Bound read-only: the worker's
     own interpreter prefixes, the command's install prefix and `policy.expose`, where they lie
-    inside a hidden path without being (or holding) one of them; and the auto-run paths of the
+    inside a hidden path or one of `EMPTY_DIRS` without being (or holding) one of them; and the auto-run paths of the
     workspace (`.git`, `.husky`, `.envrc`, ...: `autorun.existing_autorun_paths`), so that the
     command cannot leave a hook behind that runs later, outside any sandbox.
     """
     hidden = sorted({str(Path(p).resolve()) for p in [*worker_homes(), *policy.hide] if p and Path(p).is_dir()})
-    roots = [Path(h) for h in hidden]
+    # /tmp, /var/tmp and /run are emptied too: an interpreter installed under them (a checkout in
+    # /tmp with its .venv, as CI makes) is bound back like one under a hidden home
+    roots = [Path(h) for h in hidden] + [Path(d).resolve() for d in EMPTY_DIRS if Path(d).is_dir()]
     candidates = [sys.base_prefix, sys.prefix, sys.exec_prefix, *policy.expose]
     prefix = _install_prefix(argv[0], minimal_env()["PATH"], workspace)
     if prefix is not None:
