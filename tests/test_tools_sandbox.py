@@ -195,8 +195,16 @@ class Attack:
 
 @pytest.fixture
 def outside_dir() -> Any:
-    """A directory outside the workspace and outside every tmpfs of the sandbox (next to the repo)."""
-    path = REPO / f".sandbox-probe-{secrets.token_hex(4)}"
+    """A directory outside the workspace and outside every tmpfs of the sandbox: next to the repo,
+    unless the repo itself is under one (a checkout in /tmp, as CI may make), then the first
+    writable one of a few system folders."""
+    hidden = [Path(p).resolve() for p in (*sb.EMPTY_DIRS, *sb.worker_homes()) if Path(p).exists()]
+    places = [REPO, Path("/var/lib"), Path("/opt"), Path("/srv"), Path("/mnt")]
+    base = next((p for p in places if p.is_dir() and os.access(p, os.W_OK)
+                 and not any(p.resolve().is_relative_to(h) for h in hidden)), None)
+    if base is None:
+        pytest.skip("no writable folder outside the sandbox's emptied paths to aim a write at")
+    path = base / f".sandbox-probe-{secrets.token_hex(4)}"
     try:
         yield path
     finally:
