@@ -81,7 +81,8 @@ def _record_of(store: Store, rec: AuditRecord, principal: str) -> Record:
     return record
 
 
-def _check_granted(store: Store, run_id: str, e: ApprovalGranted, record: Record) -> None:
+def _check_granted(store: Store, run_id: str, e: ApprovalGranted, record: Record,
+                   asked: ApprovalRequested | None) -> None:
     if not isinstance(record, DecisionRecord) or record.decision != "approve":
         raise ProofRefused("the signed record is not an approval")
     if (record.run_id, record.approval_id) != (run_id, e.approval_id):
@@ -92,11 +93,8 @@ def _check_granted(store: Store, run_id: str, e: ApprovalGranted, record: Record
         raise ProofRefused("the row's edit does not match the signed record's")
     if record.edit_id is not None:
         edit = store.call_edit(run_id, record.edit_id)
-        requested = [r.event for r in store.audit(run_id)
-                     if isinstance(r.event, ApprovalRequested) and r.event.approval_id == e.approval_id]
-        if edit is None or not requested:
+        if edit is None or asked is None:
             raise ProofRefused(f"the stored edit {record.edit_id} or its approval request is missing")
-        asked = requested[-1]
         if action_hash(asked.tool, edit["arguments"], asked.state_version) != record.action_hash:
             raise ProofRefused(f"the stored edit {record.edit_id} does not hash to the signed action")
 
@@ -125,15 +123,18 @@ def verify_decisions(store: Store, run_id: str) -> DecisionReport:
     granted: dict[str, tuple[str, str]] = {}
     scopes: dict[str, ScopeGranted] = {}
     used: dict[str, int] = {}
+    asked: dict[str, ApprovalRequested] = {}
     checked = 0
     records = store.audit(run_id)
     for rec in records:
         e = rec.event
         where = f"audit row {rec.seq} ({rec.kind})"
         try:
-            if isinstance(e, ApprovalGranted):
+            if isinstance(e, ApprovalRequested):
+                asked[e.approval_id] = e
+            elif isinstance(e, ApprovalGranted):
                 checked += 1
-                _check_granted(store, run_id, e, _record_of(store, rec, e.approver))
+                _check_granted(store, run_id, e, _record_of(store, rec, e.approver), asked.get(e.approval_id))
                 granted[e.approval_id] = (e.approver, e.action_hash)
             elif isinstance(e, ApprovalRejected):
                 checked += 1

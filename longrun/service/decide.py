@@ -37,6 +37,10 @@ from longrun.tools.registry import default_registry
 
 Approver = str | Signer
 
+_TOOLS = default_registry()
+SCOPABLE_TOOLS = tuple(t for t in _TOOLS.names() if _TOOLS.get(t).needs_approval)
+"""Tools a scope may list: the ones that need an approval (a scope is a standing approval)."""
+
 
 def signer_for(approver: Approver, key_path: Path | None = None) -> Signer:
     """The signer for `approver`: itself, or the named principal's key from `key_path` or the
@@ -139,7 +143,7 @@ def _store_edit(store: Store, run_id: str, pending: PendingApproval, edit: dict[
     proposed = proposed_arguments(store, run_id, pending)
     merged = {**proposed, **edit}
     try:
-        merged = default_registry().validate_arguments(pending.tool, merged)
+        merged = _TOOLS.validate_arguments(pending.tool, merged)
     except Exception as exc:  # a ToolError naming the bad field
         raise ApprovalError(f"--edit: the edited arguments are not valid for {pending.tool}: {exc}") from exc
     stored = store.redactor.redact_json(merged)
@@ -165,10 +169,6 @@ async def reject(
                                            action_hash=pending.action_hash, decision="reject", reason=reason))
     inp = RejectInput(approval_id=approval_id, approver=signer.principal, reason=reason, proof=proof)
     return await _send(client, store, run_id, approval_id, signer.principal, "reject", inp)
-
-
-SCOPABLE_TOOLS = tuple(t for t in default_registry().names() if default_registry().get(t).needs_approval)
-"""Tools a scope may list: the ones that need an approval (a scope is a standing approval)."""
 
 
 async def grant_scope(

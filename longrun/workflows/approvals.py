@@ -193,9 +193,8 @@ class ApprovalsMixin(NotificationsMixin):
     @approve.validator
     def _validate_approve(self, inp: ApproveInput) -> None:
         self._check_decidable(inp.approval_id, inp.approver)
-        self._check_record(inp.proof, "approve", inp.approval_id, inp.approver)
+        record = self._check_record(inp.proof, "approve", inp.approval_id, inp.approver)
         assert self.pending is not None
-        record = proof_record(inp.proof)
         if record.ttl_seconds != inp.ttl_seconds:
             raise ApplicationError("the signed record names another approval lifetime than the update")
         if record.edit_of is None:
@@ -204,7 +203,7 @@ class ApprovalsMixin(NotificationsMixin):
         elif record.edit_of != self.pending.action_hash or record.edit_id != inp.edit_id:
             raise ApplicationError("the signed record edits another action than the pending one")
 
-    def _check_record(self, proof: Proof | None, verb: str, approval_id: str, approver: str) -> None:
+    def _check_record(self, proof: Proof | None, verb: str, approval_id: str, approver: str) -> DecisionRecord:
         """The signed record is a `verb` of exactly this run, approval and (unless edited) action,
         by `approver`: checked before the update is accepted, so a mismatched proof writes nothing."""
         record = proof_record(proof)
@@ -219,6 +218,7 @@ class ApprovalsMixin(NotificationsMixin):
         if record.edit_of is None and record.action_hash != self.pending.action_hash:
             raise ApplicationError(f"the signed record is for action {record.action_hash[:16]}..., but the pending "
                                    f"action is {self.pending.action_hash[:16]}...: a signature covers one exact action")
+        return record
 
     @workflow.update(name="reject")
     async def reject(self, inp: RejectInput) -> str:
@@ -252,6 +252,5 @@ class ApprovalsMixin(NotificationsMixin):
     @reject.validator
     def _validate_reject(self, inp: RejectInput) -> None:
         self._check_decidable(inp.approval_id, inp.approver)
-        self._check_record(inp.proof, "reject", inp.approval_id, inp.approver)
-        if proof_record(inp.proof).reason != inp.reason:
+        if self._check_record(inp.proof, "reject", inp.approval_id, inp.approver).reason != inp.reason:
             raise ApplicationError("the signed record gives another reason than the update")
