@@ -20,7 +20,12 @@ the real API where longrun depends on it:
   reported as `cache_creation_input_tokens`; the remainder as `input_tokens`. Their sum is always
   the fake tokenizer's count of the whole request;
 - records every request (path, query, headers, JSON body, client address) in `requests`, in
-  arrival order, including the ones it rejected.
+  arrival order, including the ones it rejected;
+- implements context management as documented (tests/fake_anthropic_context.py): the beta
+  headers, the edits' shapes, `clear_tool_uses_20250919` (old tool results cleared past `keep`
+  once the input is over the trigger, reported in `context_management.applied_edits`) and server
+  compaction `compact_20260112` (a `compaction` block answered, and read back on later requests
+  as the start of the context). Policies see compaction blocks as text blocks.
 
 Use it through the `fake_anthropic` fixture (tests/fixtures/anthropic.py) or as a context manager.
 """
@@ -38,6 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests import fake_anthropic_context as fctx
+
 Policy = Callable[[dict[str, Any]], dict[str, Any]]
 
 DEFAULT_WINDOW = 200_000
@@ -52,6 +59,7 @@ _KNOWN_BLOCK_FIELDS: dict[str, set[str]] = {
     "tool_use": {"type", "id", "name", "input", "cache_control", "caller"},
     "tool_result": {"type", "tool_use_id", "content", "is_error", "cache_control"},
     "image": {"type", "source", "cache_control"},
+    "compaction": {"type", "content", "encrypted_content", "signature", "cache_control", "tool_changes"},
     "document": {"type", "source", "cache_control", "title", "context", "citations"},
 }
 
@@ -259,9 +267,13 @@ class FakeAnthropic:
         caching: simulate prompt caching in the reported usage.
     """
 
-    def __init__(self, *, window: int = DEFAULT_WINDOW, caching: bool = True) -> None:
+    def __init__(self, *, window: int = DEFAULT_WINDOW, caching: bool = True,
+                 min_compaction_trigger: int = fctx.MIN_COMPACTION_TRIGGER) -> None:
         self.window = window
         self.caching = caching
+        self.min_compaction_trigger = min_compaction_trigger
+        self.compaction_summary: Callable[[dict[str, Any]], str] = fctx.default_summary
+        """What a compaction block says, from the request as the API reads it."""
         self.requests: list[RecordedRequest] = []
         self._responses: deque[dict[str, Any] | FakeAPIError] = deque()
         self._failures: deque[tuple[FakeAPIError, str]] = deque()
@@ -379,10 +391,13 @@ class FakeAnthropic:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return _error(FakeAPIError(400, "messages: at least one message is required"))
-        problem = validate_block_fields(messages) or validate_tool_pairing(messages)
+        problem = (validate_block_fields(messages) or validate_tool_pairing(messages)
+                   or fctx.validate(body, fctx.betas_of(rec.headers, body), min_compaction_trigger=self.min_compaction_trigger))
         if problem:
             return _error(FakeAPIError(400, problem))
-        stream, before_last = request_token_stream(body)
+        managed = "context_management" in body
+        view, applied = fctx.clear_tool_uses(fctx.from_compaction(body), fake_token_count)
+        stream, before_last = request_token_stream(view)
         total = len(stream)
         if endpoint == "count_tokens":
             return 200, {"input_tokens": total}, {}
@@ -399,7 +414,7 @@ class FakeAnthropic:
             if queued is not None:
                 answer = dict(queued)
             elif self._policy is not None:
-                answer = dict(self._policy(body))
+                answer = dict(self._policy(fctx.as_text(view)))
             else:
                 answer = text_response("ok")
         except FakeAPIError as err:
@@ -416,6 +431,17 @@ class FakeAnthropic:
         }
         usage.update(answer.get("usage") or {})
         content = answer.get("content", [])
+        trigger = fctx.compaction_trigger(view)
+        if trigger is not None and total > trigger:
+            block = {"type": "compaction", "content": self.compaction_summary(view)}
+            content = [block, *content]
+            after = fake_token_count({**view, "messages": [{"role": "user", "content": [block]}, view["messages"][-1]]})
+            message_pass = {"type": "message", "input_tokens": after, "cache_creation_input_tokens": 0,
+                            "cache_read_input_tokens": 0, "output_tokens": usage["output_tokens"]}
+            usage.update({k: v for k, v in message_pass.items() if k != "type"})
+            usage["iterations"] = [{"type": "compaction", "input_tokens": total, "cache_creation_input_tokens": 0,
+                                    "cache_read_input_tokens": 0, "output_tokens": _output_tokens([block])},
+                                   message_pass]
         has_tool_use = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
         out = {
             "id": answer.get("id", f"msg_fake_{n:06d}"),
@@ -427,6 +453,8 @@ class FakeAnthropic:
             "stop_sequence": answer.get("stop_sequence"),
             "usage": usage,
         }
+        if managed:
+            out["context_management"] = {"applied_edits": [applied] if applied else []}
         return 200, out, {}
 
 

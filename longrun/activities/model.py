@@ -8,6 +8,7 @@ import time
 
 from temporalio import activity
 
+from longrun.activities import provider_context as pc
 from longrun.activities.base import ActivityBase
 from longrun.activities.contract import Activities, implements
 from longrun.activities.prompts import SYSTEM_PROMPT
@@ -15,11 +16,11 @@ from longrun.context import compact, estimate_message, estimate_request, render_
 from longrun.context.state_block import notes_budget
 from longrun.context.summary import ExtractiveSummarizer, Summarizer
 from longrun.errors import ConfigError, ContextOverflow, ProviderError, StaleStateError
-from longrun.models.audit import CompactionDone, CompactionStarted, ErrorRecorded, ModelCalled
+from longrun.models.audit import CompactionDone, CompactionStarted, ErrorRecorded, ModelCalled, ProviderContextManaged
 from longrun.models.blocks import Message, TextBlock
 from longrun.models.context import CompactionReport
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
-from longrun.models.provider import Usage
+from longrun.models.provider import ModelRequest, ModelResponse, Usage
 from longrun.models.state import TaskState
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ class ModelActivities(ActivityBase):
             request, calibration, projection, _entries, provider = self.build_request(
                 run_id, inp.limit_override, inp.limit_hard
             )
+            spec = self.spec(run_id)
+            request = pc.with_provider_context(request, spec.context, spec.model, provider.info.window)
             estimated = estimate_request(request)
             calibrated = calibration.apply(estimated)
             with self.heartbeating():
@@ -103,8 +106,13 @@ class ModelActivities(ActivityBase):
                 ) from exc
             raise
 
-        self.save_calibration(run_id, calibration.update(estimated, response.usage.total_input))
+        updated = pc.calibration_after(calibration, estimated, request, response)
+        if updated is not None:
+            self.save_calibration(run_id, updated)
         content = list(response.content) or [TextBlock(text="(the model returned no content)")]
+        summary_tokens = None
+        if request.context is not None and response.context is not None:
+            content, summary_tokens = pc.record(content, response.context, self._summary_beside(run_id, response, request))
         message = Message(role="assistant", content=content)
         tokens = estimate_message(message)
         seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn)
@@ -121,7 +129,27 @@ class ModelActivities(ActivityBase):
                 projection_version=projection.version if projection else None,
             ),
         )
+        if request.context is not None and response.context is not None:
+            r = response.context
+            self.audit(run_id, ProviderContextManaged(
+                turn=inp.turn, model=provider.name, mode=request.context.mode, transcript_seq=seq,
+                cleared_tool_uses=r.cleared_tool_uses, cleared_input_tokens=r.cleared_input_tokens, compacted=r.compacted,
+                compaction_readable=r.compaction_readable, summary_tokens=summary_tokens, applied_edits=r.applied_edits,
+            ))
         return self._result(seq, message, response.usage, tokens, replayed=False, estimated=estimated, calibrated=calibrated)
+
+    def _summary_beside(self, run_id: str, response: ModelResponse, request: ModelRequest) -> str | None:
+        """longrun's structured summary for an opaque provider compaction (None otherwise)."""
+        report = response.context
+        if report is None or not report.compacted or report.compaction_readable:
+            return None
+        spec = self.spec(run_id)
+        provider = self.deps.provider_for(spec.provider_key())
+        return pc.longrun_summary(
+            self.items(self.store.transcript(run_id)), previous=self.store.latest_projection(run_id),
+            state=self.head(run_id), policy=spec.context, window=provider.info.window,
+            calibration=self.calibration(run_id), system=request.system, tools=request.tools,
+        )
 
     @staticmethod
     def _result(
@@ -170,12 +198,12 @@ class ModelActivities(ActivityBase):
         started = time.perf_counter()
         spec = self.spec(run_id)
         state = self.head(run_id)
-        provider = self.deps.provider_for(spec.model)
+        provider = self.deps.provider_for(spec.provider_key())
         window = provider.info.window
         previous = self.store.latest_projection(run_id)
         items = self.items(self.store.transcript(run_id))
         calibration = self.calibration(run_id)
-        tools = self.registry.specs(read_only=spec.read_only)
+        tools = self.tools_for(run_id).specs(read_only=spec.read_only)
         policy = spec.context
         if inp.budget is not None:
             policy = policy.model_copy(update={"budget": min(inp.budget, policy.limit(window))})
@@ -204,7 +232,7 @@ class ModelActivities(ActivityBase):
                     window=window,
                     trigger=inp.trigger,
                     calibration=calibration,
-                    summarizer=self.summarizer_for(policy.summary_model or spec.model),
+                    summarizer=self.summarizer_for(spec.provider_key(policy.summary_model)),
                     system=SYSTEM_PROMPT,
                     tools=tools,
                     force=inp.trigger in ("overflow", "operator"),

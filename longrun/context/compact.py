@@ -51,10 +51,15 @@ def should_compact(
 
     An operator's request always fires. Otherwise no compaction runs on the turn right after
     another one (its cache rewrite has not paid off yet) unless the request is over the hard
-    limit; then a stage boundary fires, then the threshold on calibrated tokens."""
+    limit; then a stage boundary fires, then the threshold on calibrated tokens.
+
+    In `provider` context mode the provider manages the pressure (docs/CONTEXT.md, Modes): only
+    a request over the hard limit fires (and an overflow, which the workflow answers itself)."""
     if operator:
         return "operator"
     over_limit = request_tokens_calibrated > policy.limit(window)
+    if policy.mode == "provider":
+        return "threshold" if over_limit else None
     recent = last_compaction_turn is not None and turn - last_compaction_turn <= 1
     if recent and not over_limit:
         return None

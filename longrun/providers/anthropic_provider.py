@@ -12,6 +12,11 @@ same-role messages are merged, keys starting with `longrun_` (longrun's bookkeep
 blocks) are dropped, and every `tool_use` must have its `tool_result` in the next user message and
 vice versa; an orphan raises `FatalProviderError` naming the id instead of costing a 400 from the
 API. Thinking blocks and their signatures are sent back exactly as received.
+
+In `provider` / `hybrid` context mode (`request.context`) the call goes through the SDK's beta
+client with `context_management` edits and their beta headers (longrun/providers/
+provider_context.py); what the answer reports as cleared or compacted becomes
+`ModelResponse.context`, and a `compaction` block is kept verbatim and sent back in its place.
 """
 
 from __future__ import annotations
@@ -25,7 +30,14 @@ import anthropic
 from longrun.errors import ConfigError, ContextOverflow, FatalProviderError, ProviderError, RetryableProviderError
 from longrun.models.blocks import Block, Message, block_adapter
 from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse, Usage
+from longrun.providers.base import retry_after_seconds
 from longrun.providers.models_table import ANTHROPIC_PREFIX, model_info
+from longrun.providers.provider_context import (
+    FAILED_COMPACTION_TEXT,
+    PROVIDER_BLOCK_KEY,
+    anthropic_edits,
+    anthropic_report,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +96,10 @@ class AnthropicProvider:
         """
         payload = self.payload(request)
         try:
-            message = self.client.messages.create(**payload)
+            if "betas" in payload:
+                message: Any = self.client.beta.messages.create(**payload)
+            else:
+                message = self.client.messages.create(**payload)
         except anthropic.APIError as exc:
             raise map_api_error(exc) from exc
         data = message.to_dict(mode="json", exclude_none=True)
@@ -99,12 +114,13 @@ class AnthropicProvider:
             stop_reason=data.get("stop_reason"),
             usage=usage,
             model=str(data.get("model") or self.model_id),
+            context=anthropic_report(data) if request.context is not None else None,
         )
 
     def count_tokens(self, request: ModelRequest) -> int:
         """Input tokens of `request` per the API's count_tokens endpoint (same cleaning and
         checks as `complete`)."""
-        payload = self.payload(request)
+        payload = self.payload(request.model_copy(update={"context": None}))
         payload.pop("max_tokens", None)
         try:
             result = self.client.messages.count_tokens(**payload)
@@ -129,6 +145,8 @@ class AnthropicProvider:
             payload["system"] = system
         if request.tools:
             payload["tools"] = [t.model_dump(mode="json") for t in request.tools]
+        if request.context is not None:
+            payload["context_management"], payload["betas"] = anthropic_edits(request.context)
         return payload
 
 
@@ -148,6 +166,9 @@ def _strip_internal(value: Any) -> Any:
 
 def _wire_block(block: Any) -> dict[str, Any]:
     data = block.model_dump(mode="json", exclude_none=True) if hasattr(block, "model_dump") else dict(block)
+    verbatim = data.get(PROVIDER_BLOCK_KEY)
+    if isinstance(verbatim, dict):
+        return dict(verbatim)  # a provider's own block (a compaction), exactly as it came
     stripped = _strip_internal(data)
     assert isinstance(stripped, dict)
     if stripped.get("type") == "tool_result" and not stripped.get("is_error"):
@@ -240,6 +261,10 @@ def add_cache_breakpoints(messages: list[dict[str, Any]]) -> None:
 def parse_block(data: dict[str, Any]) -> Block:
     """An API content block as a longrun block; unknown fields (signatures, citations) are kept."""
     kind = data.get("type")
+    if kind == "compaction":
+        # kept whole for the round trip; its summary is the text longrun reads and estimates
+        return block_adapter.validate_python({"type": "text", "text": str(data.get("content") or FAILED_COMPACTION_TEXT),
+                                              PROVIDER_BLOCK_KEY: data})
     if kind not in ("text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image"):
         # Server tool blocks and future types: keep the content legible rather than fail the run.
         log.warning("unsupported content block type %r from the API, kept as text", kind)
@@ -256,20 +281,6 @@ def usage_from_api(data: dict[str, Any]) -> Usage:
     )
 
 
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) / scale)
-        except ValueError:
-            continue
-    return None
-
-
 def map_api_error(exc: anthropic.APIError) -> ProviderError:
     """The longrun error for an SDK error (see the module docstring)."""
     if isinstance(exc, anthropic.APIStatusError):
@@ -281,7 +292,7 @@ def map_api_error(exc: anthropic.APIError) -> ProviderError:
             return ContextOverflow(f"the API refused the request as too long ({status}): {message}")
         if status in RETRYABLE_STATUS or status >= 500:
             return RetryableProviderError(
-                f"Anthropic API {status} {kind}: {message}", status=status, retry_after=_retry_after(exc.response.headers)
+                f"Anthropic API {status} {kind}: {message}", status=status, retry_after=retry_after_seconds(exc.response.headers)
             )
         return FatalProviderError(f"Anthropic API {status} {kind}: {message}", status=status)
     if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts

@@ -8,7 +8,7 @@ request, then retry) or `FatalProviderError` (retrying cannot help).
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse
 
@@ -41,32 +41,95 @@ class Provider(Protocol):
         ...
 
 
-def get_provider(model: str, *, api_key: str | None = None, base_url: str | None = None) -> Provider:
-    """The provider a run spec names: "scripted" or "anthropic:<model-id>".
+def retry_after_seconds(headers: Any) -> float | None:
+    """How long a rate-limited or overloaded server asked us to wait (`retry-after-ms`, else
+    `retry-after` in seconds), for the activity error's `next_retry_delay`; None when it did not say."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            continue
+    return None
+
+
+def get_provider(
+    model: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    openai_api_key: str | None = None,
+    openai_base_url: str | None = None,
+    compatible_api_key: str | None = None,
+    compatible_base_url: str | None = None,
+) -> Provider:
+    """The provider a run's model key names (a model name, or one with a server and window, see
+    `longrun.models.spec.model_key`).
 
     Args:
-        model: the run's model name.
-        api_key: the Anthropic API key (settings: `ANTHROPIC_API_KEY`); unused by "scripted".
+        model: the run's model key: "scripted", "anthropic:<id>", "openai:<id>",
+            "openai-compatible:<id>[?base_url=...&window=...]", "bedrock:<id>" or "vertex:<id>".
+        api_key: the Anthropic API key (settings: `ANTHROPIC_API_KEY`).
         base_url: the Anthropic API base URL (settings: `ANTHROPIC_BASE_URL`); None = the SDK's
             default (which itself reads `ANTHROPIC_BASE_URL`).
+        openai_api_key: OpenAI's key (settings: `OPENAI_API_KEY`), for `openai:` only.
+        openai_base_url: OpenAI's base URL (settings: `OPENAI_BASE_URL`); None = api.openai.com.
+        compatible_api_key: the key of `openai-compatible:` servers (settings:
+            `LONGRUN_OPENAI_API_KEY`); None = a server that needs none. OpenAI's own key is never
+            sent to another server.
+        compatible_base_url: their base URL when the run's spec names none (settings:
+            `LONGRUN_OPENAI_BASE_URL`). When set, the key goes to that server only: a spec's
+            `base_url` elsewhere gets no key (whoever may start a run must not be able to collect it).
+
+    `bedrock:` and `vertex:` take their credentials, region and project where the AWS and Google
+    SDKs look (`AWS_*`, `AWS_REGION`; application default credentials, `CLOUD_ML_REGION`,
+    `ANTHROPIC_VERTEX_PROJECT_ID`), as the Anthropic SDK's cloud clients do.
 
     Raises:
-        ConfigError: an unknown model name, or an Anthropic model without an API key.
+        ConfigError: an unknown model name, or a model without the key or URL it needs.
     """
     from longrun.errors import ConfigError
-    from longrun.providers.models_table import ANTHROPIC_PREFIX, SCRIPTED, anthropic_model_id
+    from longrun.providers import models_table as mt
 
-    if model == SCRIPTED:
+    name, params = mt.split_model_key(model)
+    if name == mt.SCRIPTED:
         from longrun.providers.scripted import ScriptedProvider
 
         return ScriptedProvider()
-    if model.startswith(ANTHROPIC_PREFIX):
-        model_id = anthropic_model_id(model)
+    if name.startswith(mt.ANTHROPIC_PREFIX):
+        model_id = mt.anthropic_model_id(name)
         if not api_key:
             raise ConfigError(
-                f"model {model!r} needs an Anthropic API key: set ANTHROPIC_API_KEY, or run with model 'scripted'"
+                f"model {name!r} needs an Anthropic API key: set ANTHROPIC_API_KEY, or run with model 'scripted'"
             )
         from longrun.providers.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(model_id, api_key=api_key, base_url=base_url)
-    raise ConfigError(f"unknown model {model!r}: use 'scripted' or 'anthropic:<model-id>'")
+    if name.startswith(mt.COMPATIBLE_PREFIX) and len(name) > len(mt.COMPATIBLE_PREFIX):
+        url = params.get("base_url") or compatible_base_url
+        if not url:
+            raise ConfigError(
+                f"model {name!r} needs the server's base URL: start the run with --base-url "
+                "(e.g. http://127.0.0.1:11434/v1), or set LONGRUN_OPENAI_BASE_URL on the workers"
+            )
+        from longrun.providers.openai_chat import OpenAICompatibleProvider, key_for
+
+        return OpenAICompatibleProvider(name[len(mt.COMPATIBLE_PREFIX):], base_url=url, info=mt.model_info(model),
+                                        api_key=key_for(url, compatible_api_key, compatible_base_url))
+    if name.startswith(mt.OPENAI_PREFIX) and len(name) > len(mt.OPENAI_PREFIX):
+        if not openai_api_key:
+            raise ConfigError(f"model {name!r} needs an OpenAI API key: set OPENAI_API_KEY on the workers")
+        from longrun.providers.openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(name[len(mt.OPENAI_PREFIX):], api_key=openai_api_key, base_url=openai_base_url)
+    if name.startswith((mt.BEDROCK_PREFIX, mt.VERTEX_PREFIX)) and ":" in name and not name.endswith(":"):
+        from longrun.providers.cloud import cloud_provider
+
+        return cloud_provider(name)
+    raise ConfigError(
+        f"unknown model {name!r}: use 'scripted', or one of {', '.join(p + '<model-id>' for p in mt.PREFIXES)}"
+    )

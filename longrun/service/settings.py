@@ -52,6 +52,13 @@ class Settings:
     task_queue: str = DEFAULT_TASK_QUEUE
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
+    openai_api_key: str | None = None
+    """OPENAI_API_KEY: for `openai:` models only, never sent to an `openai-compatible:` server."""
+    openai_base_url: str | None = None
+    compatible_api_key: str | None = None
+    """LONGRUN_OPENAI_API_KEY: the key of `openai-compatible:` servers (none: a server that needs none)."""
+    compatible_base_url: str | None = None
+    """LONGRUN_OPENAI_BASE_URL: their base URL when a run's spec names none (`--base-url`)."""
     default_model: str = "scripted"
     sandbox: SandboxMode = "auto"
     """LONGRUN_SANDBOX: where commands of runs whose spec says `sandbox: auto` run (auto, bwrap,
@@ -83,6 +90,10 @@ class Settings:
             task_queue=os.environ.get("LONGRUN_TASK_QUEUE", DEFAULT_TASK_QUEUE),
             anthropic_api_key=key,
             anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+            openai_api_key=os.environ.get("OPENAI_API_KEY") or None,
+            openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
+            compatible_api_key=os.environ.get("LONGRUN_OPENAI_API_KEY") or None,
+            compatible_base_url=os.environ.get("LONGRUN_OPENAI_BASE_URL") or None,
             default_model=os.environ.get("LONGRUN_MODEL") or (DEFAULT_CLAUDE if key else "scripted"),
             sandbox=cast(SandboxMode, sandbox),
             sandbox_expose=tuple(p for p in os.environ.get("LONGRUN_SANDBOX_EXPOSE", "").split(os.pathsep) if p),
