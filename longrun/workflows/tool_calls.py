@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         GateInput,
         GateResult,
         IntentInput,
+        RunRef,
         RunToolInput,
         ToolCallRef,
         ToolResultRef,
@@ -42,10 +43,20 @@ with workflow.unsafe.imports_passed_through():
 
 MAX_REGATES = 3
 """How often one call goes back through the gate because the head moved under it."""
+MCP_TOOLS_PATCH = "mcp-tools"
+"""A run whose spec names MCP servers lists their tools at its start (`list_mcp_tools`)."""
 
 
 class ToolCallsMixin(ApprovalsMixin):
     fused: bool
+
+    async def _list_mcp_tools(self) -> None:
+        """Once per run, before its first turn: its MCP servers' tools into Postgres (the
+        workflow keeps only the listing's state version; the tools' text never enters history)."""
+        if self.spec is None or not self.spec.mcp_listing_needed or not workflow.patched(MCP_TOOLS_PATCH):
+            return
+        listed = await self._act(Activities.list_mcp_tools, RunRef(run_id=self.run_id), opt.RUN_TOOL)
+        self._set_state(listed.state)
 
     async def _run_calls(self, turn: int, calls: list[ToolCallRef]) -> list[ToolResultRef]:
         """Tool calls one after another, in order; `task` calls (subagents) run together, at
