@@ -11,7 +11,8 @@ from longrun.models.state import NextAction
 from longrun.tools import Tool, ToolOutcome, ToolRegistry, default_registry
 
 BUILTINS = [
-    "list_dir", "read_file", "grep", "read_artifact", "write_file", "apply_patch", "run_command",
+    "list_dir", "read_file", "glob", "grep", "read_artifact", "write_file", "apply_patch", "move_path", "delete_path",
+    "make_dir", "run_command",
     "record_decision", "set_next_action", "write_note", "complete_stage", "task",
 ]
 
@@ -68,7 +69,7 @@ def test_register_refuses_incomplete_declarations(kw: dict, message: str) -> Non
 def test_specs_and_read_only() -> None:
     r = default_registry()
     assert [s.name for s in r.specs()] == BUILTINS
-    reads = ["list_dir", "read_file", "grep", "read_artifact"]
+    reads = ["list_dir", "read_file", "glob", "grep", "read_artifact"]
     assert [s.name for s in r.specs(read_only=True)] == reads
     ro = r.read_only()
     assert ro.names() == reads and all(ro.get(n).kind == "read" for n in reads)
@@ -117,11 +118,12 @@ def test_validate_arguments_refuses_non_object() -> None:
 def test_allowed_next_actions_table() -> None:
     r = default_registry()
     everything = frozenset(NextAction)
-    for name in ["list_dir", "read_file", "grep", "read_artifact", "record_decision", "set_next_action",
+    for name in ["list_dir", "read_file", "glob", "grep", "read_artifact", "record_decision", "set_next_action",
                  "write_note", "complete_stage"]:
         assert r.get(name).allowed_next_actions == everything, name
     assert r.get("write_file").allowed_next_actions == {NextAction.edit}
-    assert r.get("apply_patch").allowed_next_actions == {NextAction.edit}
+    for name in ["apply_patch", "move_path", "delete_path", "make_dir"]:
+        assert r.get(name).allowed_next_actions == {NextAction.edit}, name
     assert r.get("run_command").allowed_next_actions == {NextAction.inspect, NextAction.test}
 
 

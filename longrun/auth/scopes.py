@@ -1,6 +1,7 @@
 """Standing approvals (scopes): which one covers a call, and what a constraint set hashes to.
 
-A scope covers a call when the tool is one it lists, the call's workspace path matches one of
+A scope covers a call when the tool is one it lists, every workspace path the call changes (a
+move's source and destination, each file of a unified diff: `Tool.changed_paths`) matches one of
 its globs, it has uses left, it has not expired or ended, and the run's constraints are still
 the ones it was granted under. The globs are the shell's, on workspace-relative POSIX paths:
 `*` and `?` stay inside one path segment, `**` spans segments (`src/**` is everything under
@@ -20,7 +21,8 @@ from longrun.models.canonical import canonical_json, sha256_hex
 from longrun.models.state import Scope, TaskState
 
 PATH_ARGUMENT = "path"
-"""The argument that names the file an edit tool changes (write_file, apply_patch)."""
+"""The argument that names the file an edit tool changes, when the tool declares no other
+(`Tool.paths`: move_path's `to` and a diff's files count too)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -71,16 +73,26 @@ def constraints_sha256(constraints: Sequence[str]) -> str:
     return sha256_hex(canonical_json(list(constraints)))
 
 
-def covering_scope(state: TaskState, tool: str, arguments: dict[str, object], now: datetime) -> tuple[Scope | None, str]:
+def covering_scope(
+    state: TaskState, tool: str, arguments: dict[str, object], now: datetime, paths: Sequence[str] | None = None,
+) -> tuple[Scope | None, str]:
     """The scope that covers this call now, else None and why none does ('' when no scope even
-    names the tool and path, so the gate's usual reason stands)."""
-    path = arguments.get(PATH_ARGUMENT)
-    if not isinstance(path, str):
+    names the tool and paths, so the gate's usual reason stands).
+
+    Args:
+        paths: every workspace path the call changes (`Tool.changed_paths`: a move's source *and*
+            destination, each file of a diff); one scope must cover all of them. Default: the
+            `path` argument.
+    """
+    if paths is None:
+        path = arguments.get(PATH_ARGUMENT)
+        paths = [path] if isinstance(path, str) else []
+    if not paths:
         return None, ""
     current = constraints_sha256(state.constraints)
     reasons = []
     for scope in state.scopes:
-        if tool not in scope.tools or not any(path_matches(path, g) for g in scope.paths):
+        if tool not in scope.tools or not all(any(path_matches(p, g) for g in scope.paths) for p in paths):
             continue
         refusal = scope.refusal(now, current)
         if refusal is None:

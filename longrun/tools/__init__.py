@@ -7,13 +7,19 @@ the run's allow-list, without a shell (`run_command`); state tools return a chan
 Where each built-in may run (the invariant gate's rule 4, `Tool.allowed_next_actions`):
 
     tool                          inspect  edit  test  ask_human  stop
-    list_dir, read_file, grep,      yes    yes   yes     yes      yes
-      read_artifact
+    list_dir, read_file, glob,      yes    yes   yes     yes      yes
+      grep, read_artifact
     record_decision, set_next_      yes    yes   yes     yes      yes
       action, write_note, complete_stage
-    write_file, apply_patch          -     yes    -       -        -
+    write_file, apply_patch,         -     yes    -       -        -
+      move_path, delete_path,
+      make_dir
     run_command                     yes     -    yes      -        -
     task (a subagent)               yes    yes   yes     yes      yes   (never inside a subagent)
+    mcp__NAME__TOOL, read-only      yes    yes   yes     yes      yes   (only when the run spec's
+      by the run spec                                                    `read_only_tools` names it)
+    mcp__NAME__TOOL, any other       -     yes    -       -        -    (an effect needing approval;
+                                                                         `longrun.mcp`)
 """
 
 from longrun.tools.artifacts import READ_ARTIFACT
@@ -27,7 +33,9 @@ from longrun.tools.base import (
     ToolOutcome,
 )
 from longrun.tools.commands import RUN_COMMAND, command_refusal, minimal_env
-from longrun.tools.files import APPLY_PATCH, LIST_DIR, READ_FILE, WRITE_FILE
+from longrun.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
+from longrun.tools.fs_tools import DELETE_PATH, GLOB, MAKE_DIR, MOVE_PATH
+from longrun.tools.patch import APPLY_PATCH
 from longrun.tools.paths import check_write_path, confine
 from longrun.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
 from longrun.tools.search import GREP
@@ -38,8 +46,12 @@ __all__ = [
     "APPLY_PATCH",
     "BUILTIN_TOOLS",
     "COMPLETE_STAGE",
+    "DELETE_PATH",
+    "GLOB",
     "GREP",
     "LIST_DIR",
+    "MAKE_DIR",
+    "MOVE_PATH",
     "READ_ARTIFACT",
     "READ_FILE",
     "RECORD_DECISION",

@@ -1,8 +1,9 @@
 """The tool contract: what every tool declares and how the activities call it.
 
 A tool is one of three kinds:
-- ``read``: no effect outside the run (list_dir, read_file, grep, read_artifact);
-- ``effect``: changes the world (write_file, apply_patch, run_command, custom tools); goes through
+- ``read``: no effect outside the run (list_dir, read_file, glob, grep, read_artifact);
+- ``effect``: changes the world (write_file, apply_patch, move_path, delete_path, make_dir,
+  run_command, MCP and custom tools); goes through
   the invariant gate, the effects ledger and, when ``needs_approval``, a human's approval;
 - ``state``: changes TaskState only, through compare-and-set (record_decision, set_next_action,
   write_note, complete_stage); none of them can touch approvals or effects;
@@ -101,6 +102,19 @@ class Tool:
     apply_state: Callable[[TaskState, dict[str, Any], datetime], TaskState] | None = None
     allowed_next_actions: frozenset[NextAction] = frozenset(NextAction)
     fingerprint: Callable[[dict[str, Any], ToolContext], str | None] | None = None
+    paths: Callable[[dict[str, Any]], list[str]] | None = None
+    """For effect tools on workspace files: the workspace-relative paths a call changes (a move's
+    source and destination, each file of a unified diff). A scope must cover every one of them,
+    and a git change set commits exactly them. None: the `path` argument, when there is one."""
+    commits: bool = False
+    """The effect changes files of the workspace: in a git change set each confirmed call
+    becomes one commit (write_file, apply_patch, move_path, delete_path, make_dir)."""
+
+    def changed_paths(self, arguments: dict[str, Any]) -> list[str]:
+        if self.paths is not None:
+            return self.paths(arguments)
+        path = arguments.get("path")
+        return [path] if isinstance(path, str) else []
 
     @property
     def effectful(self) -> bool:

@@ -1,4 +1,5 @@
-"""File tools: `list_dir` and `read_file` (read), `write_file` and `apply_patch` (effect).
+"""File tools: `list_dir` and `read_file` (read), `write_file` (effect), and the helpers the other
+file effects share (`apply_patch` is in `patch`, `move_path`/`delete_path`/`make_dir`/`glob` in `fs_tools`).
 
 Output formats are a contract (the scripted agent parses them):
 - list_dir: one entry per line, sorted, directories end with "/".
@@ -35,7 +36,8 @@ MAX_WRITE_CHARS = 2_000_000
 MAX_PATCH_FILE_BYTES = 20_000_000
 
 EDIT_ACTIONS = frozenset({NextAction.edit})
-"""write_file and apply_patch run only when the state says the run is editing."""
+"""The file effects (write_file, apply_patch, move_path, delete_path, make_dir) run only when the
+state says the run is editing."""
 
 MISSING = "missing"
 
@@ -111,26 +113,6 @@ def _write_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
         check_write_path(ctx.workspace, args.get("path", ""), allow=ctx.allow_autorun_paths)
     except ToolError as exc:
         return str(exc)
-    return None
-
-
-def _patch_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
-    """Gate rule 7 (evidence): the text to replace must be in the file *now*, exactly once. What
-    the model read earlier, or what a summary says the file holds, is not evidence."""
-    refusal = _write_check(args, ctx)
-    if refusal:
-        return refusal
-    path = args.get("path", "")
-    target = confine(ctx.workspace, path)
-    try:
-        text = _read_text_for_patch(target, path)  # the tool's own size cap, checked before reading
-    except ToolError as exc:
-        return str(exc)
-    except OSError as exc:
-        return f"cannot read {path!r} to check the patch: {exc}"
-    n = count_occurrences(text, args.get("old", ""))
-    if n != 1:
-        return f"the text to replace occurs {n} times in {args.get('path')!r} now (exactly 1 needed); read the file again"
     return None
 
 
@@ -310,10 +292,11 @@ WRITE_FILE = Tool(
     reconcile=_write_reconcile,
     fingerprint=_target_fingerprint,
     allowed_next_actions=EDIT_ACTIONS,
+    commits=True,
 )
 
 
-# --- apply_patch ------------------------------------------------------------------------------
+# --- helpers of apply_patch (longrun.tools.patch) -----------------------------------------------
 
 
 def count_occurrences(text: str, sub: str) -> int:
@@ -341,90 +324,3 @@ def _read_text_for_patch(target: Path, path: str) -> str:
         return target.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{path!r} is not valid UTF-8 text; apply_patch edits text files only") from exc
-
-
-@os_errors_as_tool_errors
-def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    path, old, new = args["path"], args["old"], args["new"]
-    target = check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths)
-    if old == new:
-        raise ToolError("'old' and 'new' are identical; there is nothing to change")
-    text = _read_text_for_patch(target, path)
-    n = count_occurrences(text, old)
-    if n == 0:
-        raise ToolError(f"the 'old' text was not found in {path!r}; read the file and copy the text exactly")
-    if n > 1:
-        raise ToolError(f"the 'old' text occurs {n} times in {path!r}; include more context so it occurs once")
-    data = text.replace(old, new, 1).encode("utf-8")
-    _atomic_write(target, data)
-    digest = hashlib.sha256(data).hexdigest()
-    rel = relative(ctx.workspace, target)
-    return ToolOutcome(
-        text=f"patched {rel}: replaced 1 occurrence ({old.count(chr(10)) + 1} line(s) -> "
-        f"{new.count(chr(10)) + 1} line(s)); sha256 {digest}",
-        external_id=digest,
-    )
-
-
-def _patch_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
-    """Decide from the file's text (and, when recorded, its pre-patch fingerprint).
-
-    With a fingerprint: unchanged -> none; undoing the one `new` gives the fingerprinted bytes ->
-    confirmed. Otherwise the text rule: `new` present and `old` absent -> confirmed; `old` present
-    once and `new` absent -> none (when `new` is part of `old`, its presence proves nothing and is
-    ignored); anything else, including `old` being part of `new`, is undecidable.
-    """
-    path, old, new = args["path"], args["old"], args["new"]
-    try:
-        target = check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths)
-        text = _read_text_for_patch(target, path)
-    except ToolError as exc:
-        return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")
-    data = text.encode("utf-8")
-    current = hashlib.sha256(data).hexdigest()
-    if ctx.before is not None:
-        if ctx.before == "sha256:" + current:
-            return ReconcileOutcome("none", detail="the file is unchanged since the intent was written")
-        if count_occurrences(text, new) == 1:
-            undone = text.replace(new, old, 1).encode("utf-8")
-            if ctx.before == "sha256:" + hashlib.sha256(undone).hexdigest():
-                return ReconcileOutcome("confirmed", external_id=current, detail="the file is the patched original")
-    old_n = count_occurrences(text, old)
-    new_present = bool(new) and new in text
-    if old not in new:
-        if new_present and old_n == 0:
-            return ReconcileOutcome("confirmed", external_id=current, detail="the new text is present, the old gone")
-        if not new and old_n == 0:
-            return ReconcileOutcome("confirmed", external_id=current, detail="the deleted text is gone")
-        if old_n == 1 and (not new_present or new in old):
-            return ReconcileOutcome("none", detail="the old text is still present once; the patch was not applied")
-    return ReconcileOutcome(
-        "undecidable",
-        detail=f"cannot tell from the text: old occurs {old_n} time(s), new {'is' if new_present else 'is not'} present",
-    )
-
-
-APPLY_PATCH = Tool(
-    name="apply_patch",
-    description=(
-        "Replace exactly one occurrence of 'old' with 'new' in a workspace file. Fails when 'old' occurs "
-        "0 or more than 1 times: include enough context to make it unique. Needs a human's approval."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "path": _path_prop("file relative to the workspace"),
-            "old": {"type": "string", "minLength": 1, "maxLength": MAX_WRITE_CHARS, "description": "exact text"},
-            "new": {"type": "string", "maxLength": MAX_WRITE_CHARS, "description": "replacement text"},
-        },
-        "required": ["path", "old", "new"],
-        "additionalProperties": False,
-    },
-    kind="effect",
-    needs_approval=True,
-    run=_apply_patch,
-    check=_patch_check,
-    reconcile=_patch_reconcile,
-    fingerprint=_target_fingerprint,
-    allowed_next_actions=EDIT_ACTIONS,
-)

@@ -42,22 +42,32 @@ from longrun.models.provider import ToolSpec
 from longrun.tools.artifacts import READ_ARTIFACT
 from longrun.tools.base import Tool
 from longrun.tools.commands import RUN_COMMAND
-from longrun.tools.files import APPLY_PATCH, LIST_DIR, READ_FILE, WRITE_FILE
+from longrun.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
+from longrun.tools.fs_tools import DELETE_PATH, GLOB, MAKE_DIR, MOVE_PATH
+from longrun.tools.patch import APPLY_PATCH
 from longrun.tools.schema import SchemaViolation, check_schema, validate
 from longrun.tools.search import GREP
 from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, WRITE_NOTE
 from longrun.tools.task import TASK
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MALFORMED_ARGUMENTS = "longrun_malformed_arguments"
+"""The only key of a call's input when the model's server sent arguments that are not a JSON
+object (longrun.providers.openai_common.parse_arguments): refused here with what was sent, so the
+model gets an error tool result and the run goes on."""
 """What the Anthropic API accepts as a tool name."""
 
 BUILTIN_TOOLS: tuple[Tool, ...] = (
     LIST_DIR,
     READ_FILE,
+    GLOB,
     GREP,
     READ_ARTIFACT,
     WRITE_FILE,
     APPLY_PATCH,
+    MOVE_PATH,
+    DELETE_PATH,
+    MAKE_DIR,
     RUN_COMMAND,
     RECORD_DECISION,
     SET_NEXT_ACTION,
@@ -143,6 +153,9 @@ class ToolRegistry:
         tool = self.get(name)
         if not isinstance(arguments, dict):
             raise ToolError(f"invalid arguments for {name}: expected an object, got {type(arguments).__name__}")
+        if isinstance(arguments.get(MALFORMED_ARGUMENTS), str):
+            raise ToolError(f"invalid arguments for {name}: the call's arguments were {arguments[MALFORMED_ARGUMENTS]}; "
+                            "call the tool again with its arguments as one JSON object")
         try:
             validate(arguments, tool.input_schema)
         except SchemaViolation as exc:

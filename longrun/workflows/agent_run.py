@@ -53,10 +53,12 @@ with workflow.unsafe.imports_passed_through():
 FINAL_REPORT_PATCH = "final-report-turn"
 FUSED_TURN_PATCH = "fused-turn"
 """Two activities per plain turn (`turn`, `tool_step`) instead of five; see activities/fused.py."""
+CHANGE_SET_PATCH = "git-change-sets"
+"""A run on a git workspace works on its own branch in a worktree (longrun.workspace)."""
 MAX_OVERFLOW_RETRIES = 3
 
 __all__ = [
-    "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "STAGE_BOUNDARY_PATCH", "WORKFLOW_NAME",
+    "CHANGE_SET_PATCH", "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "STAGE_BOUNDARY_PATCH", "WORKFLOW_NAME",
     "AgentRunWorkflow",
 ]
 
@@ -93,9 +95,11 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMix
             self.spec = await self._act(Activities.load_run, RunRef(run_id=self.run_id))
             self.fused = self._use_fused_turn()
             self._set_state(self.spec.state)
+            await self._list_mcp_tools()
             self._resume_notifications()
             if self.cursor.started_at is None:
                 self.cursor.started_at = workflow.now()
+                await self._open_change_set()
             while True:
                 await self._turn_boundary()
                 await (self._turn() if self.fused else self._stepwise_turn())
@@ -347,6 +351,13 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMix
             run_id=self.run_id, status=status.value, reason=reason, state_version=self.state.version,
             turns=self.cursor.turn, usage=self.cursor.usage,
         )
+
+    async def _open_change_set(self) -> None:
+        """At the run's first start only: a git workspace gets the run's own branch and worktree
+        (an activity decides and creates them; a run started before this change keeps editing in
+        place, and so does its every later generation)."""
+        if workflow.patched(CHANGE_SET_PATCH):
+            await self._act(Activities.open_change_set, RunRef(run_id=self.run_id), opt.OPEN_CHANGE_SET)
 
     def _use_fused_turn(self) -> bool:
         """The fused shape, except when replaying a history recorded before it (the benchmark

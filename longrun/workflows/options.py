@@ -64,6 +64,11 @@ RUN_TOOL = ActivityOptions(
     retry_policy=STORE_RETRY,
 )
 
+OPEN_CHANGE_SET = ActivityOptions(
+    start_to_close_timeout=timedelta(minutes=5),  # `git worktree add` checks out the whole tree
+    retry_policy=STORE_RETRY,
+)
+
 COMPACT = ActivityOptions(
     start_to_close_timeout=timedelta(minutes=5),
     heartbeat_timeout=timedelta(seconds=30),

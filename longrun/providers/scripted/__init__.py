@@ -16,8 +16,8 @@ once and every decision is recomputed from the state block plus the last results
 Where each part lives (imports go down this list only, never up: no cycle):
 - `provider`: `ScriptedProvider`, which picks the policy for a request and builds the response;
 - `child`: the child policy (a subagent's run) and the FINDINGS / UNCERTAIN answer it writes;
-- `refactor`: the refactor policy ("Rename `old` to `new` ..."), survey -> fix -> verify -> report,
-  one apply_patch per file; `rename`: its knowledge (notes), the objective's parse, each file's patch;
+- `refactor`: the refactor policy ("Rename `old` to `new` ..." and "move the module `a.b` to
+  `a.c`"), survey (grep, glob) -> fix (move_path, then one apply_patch per file) -> verify -> report; `rename`: its knowledge (notes), the objective's parse, each file's patch;
 - `policy`: the parent policy's decision and its stages, survey -> investigate -> fix -> verify
   -> report;
 - `absorb`: how the parent takes in the last tool results (notes, decisions);

@@ -7,12 +7,17 @@ recomputed from the task-state block and the last tool results alone (older outp
 compacted away), and what it learns goes into notes at once (`rename.RenameKnowledge`).
 
 The stages (`complete_stage` advances them):
-- survey: `grep` the Python files for the old name as a whole word; the files and their counts
-  become one note.
+- survey: `grep` the Python files for the old name as a whole word (and for the module to move,
+  when the objective also says "move the module `a.b` to `a.c.d`"); the files and their counts
+  become one note. With a move, `glob` finds the module's file (exactly one, or no move).
 - investigate: nothing to investigate in a rename; the stage closes with the plan (files to edit,
   one apply_patch each) and reads the first file.
-- fix: for each file, in path order: `set_next_action edit` (once, when the state is not already
-  editing), `read_file` it, then one `apply_patch` replacing every occurrence (`rename.plan_patch`).
+- fix: with a move, `move_path` first (its approval, or a scope covering both paths); a rejected
+  move is noted and no import is rewritten. Then for each file, in path order (the moved module
+  at its new place): `set_next_action edit` (once, when the state is not already editing),
+  `read_file` it, then one `apply_patch` replacing every occurrence (`rename.plan_patch`), the
+  old module's dotted name too once it moved. In a git change set each edit's result names its
+  commit, which goes into the file's note; the report lists the branch and every commit.
   The next file is read in the same turn as this one is patched, so a file costs one turn. Each
   edit needs a human's approval or a standing approval (a scope: `longrun grant ... --tool
   apply_patch --paths 'src/**'`), which is what makes a refactor of many files practical. A file a
@@ -37,6 +42,7 @@ from longrun.providers.scripted.rename import (
     NoPatch,
     Rename,
     RenameKnowledge,
+    committed,
     grep_counts,
     listing,
     plan_patch,
@@ -107,12 +113,22 @@ class RefactorPolicy:
                     self.note(f"rename failed: {path}: could not read it: {short(text)}")
                 else:
                     self.fresh[path] = text
+            elif use.name == "glob":
+                self._absorb_glob(text, err)
+            elif use.name == "move_path":
+                where = f"{path} -> {args.get('to', '')}"
+                if err:
+                    self.note(f"move failed: {where}: {short(text, 240)}")
+                else:
+                    self.note(f"move done: {where}{self._commit_of(text)}")
             elif use.name == "apply_patch":
                 if err:
                     self.note(f"rename failed: {path}: {short(text, 240)}")
                 else:
-                    n = len(self.rename.word.findall(str(args.get("old", ""))))
-                    self.note(f"rename done: {path}: {n} occurrence(s), {short(text, 120)}")
+                    old = str(args.get("old", ""))
+                    n = sum(len(w.findall(old)) for w, _ in self.rename.substitutions(self.k.moved))
+                    commit = self._commit_of(text)
+                    self.note(f"rename done: {path}: {n} occurrence(s)" + (commit or f", {short(text, 120)}"))
             elif use.name == "run_command":
                 cmd = shlex.join([str(a) for a in args.get("argv", [])])
                 m = _EXIT_RE.search(text)
@@ -123,6 +139,37 @@ class RefactorPolicy:
                     self.note(f"verify: `{cmd}` exit code {code} ({'tests pass' if code == 0 else 'tests fail'})")
             elif err:
                 self.note(f"tool error: {Call(use.name, dict(args)).signature}: {short(text)}")
+
+    def _commit_of(self, text: str) -> str:
+        """', commit <id>' when the edit became a commit of the run's change set (its branch is
+        noted once), else ''."""
+        found = committed(text)
+        if found is None:
+            return ""
+        sha, branch = found
+        if self.k.branch is None:
+            self.note(f"change set: branch {branch}")
+        return f", commit {sha}"
+
+    def _absorb_glob(self, text: str, err: bool) -> None:
+        """The survey's glob for the module to move: exactly one file, or the move is not done."""
+        move = self.rename.move
+        if move is None or self.k.move_planned is not None or self.k.move_problem is not None:
+            return
+        rows = [line.strip().split(None, 1) for line in text.splitlines() if not err and not line.startswith("[")]
+        paths = [row[1] for row in rows if len(row) == 2]  # glob's "<size>  <path>"
+        sources = [p for p in paths if move.destination(p) is not None]
+        if len(sources) != 1:
+            why = "glob failed: " + short(text) if err else f"{len(sources)} files match {move.glob}"
+            self.note(f"move survey: none: {why}")
+            return
+        source = sources[0]
+        dest = move.destination(source)
+        rule = self.constraints.forbids_edit(source) or (self.constraints.forbids_edit(dest) if dest else None)
+        if rule:
+            self.note(f'move survey: none: constraint "{short(rule, 200)}" forbids moving {source}')
+        else:
+            self.note(f"move survey: {source} -> {dest}")
 
     def _absorb_grep(self, text: str, err: bool) -> None:
         """The first grep is the survey, the second the check (the survey's note tells them apart)."""
@@ -152,8 +199,14 @@ class RefactorPolicy:
         if self.k.found is None:
             return Turn(f"Searching the Python files for `{self.rename.old}` as a whole word.",
                         [Call("grep", {"pattern": self.rename.grep_pattern, "path": ".", "glob": CODE_GLOB})])
+        move = self.rename.move
+        if move is not None and self.k.move_planned is None and self.k.move_problem is None:
+            return Turn(f"Finding the file of the module `{move.old}` to move.",
+                        [Call("glob", {"pattern": move.glob})])
         summary = (f"`{self.rename.old}` is named in {len(self.k.found)} file(s)" if self.k.found
                    else f"nothing to rename: {self.k.survey_problem or 'no file names it'}")
+        if self.k.move_planned is not None:
+            summary += f"; the module file {self.k.move_planned[0]} moves to {self.k.move_planned[1]}"
         return Turn(f"Survey done: {summary}.", [Call("complete_stage", {"summary": f"Survey: {summary}"})])
 
     def investigate(self) -> Turn:
@@ -161,26 +214,39 @@ class RefactorPolicy:
         summary = (f"Plan: rename `{self.rename.old}` to `{self.rename.new}` in {len(todo)} file(s), "
                    "one apply_patch per file, each read first" if todo else "Plan: nothing to rename")
         summary += f"; {len(self.k.skipped)} skipped (a constraint forbids editing them)" if self.k.skipped else ""
+        if self.k.move_planned is not None:
+            summary = f"Plan: move_path {self.k.move_planned[0]} -> {self.k.move_planned[1]} first; " + \
+                summary.removeprefix("Plan: ")
         calls = [Call("complete_stage", {"summary": summary})]
-        if todo:
+        if todo and not self._move_pending():
             calls.append(Call("read_file", {"path": todo[0]}))
         return Turn(summary + ".", calls)
 
+    def _move_pending(self) -> bool:
+        return self.k.move_planned is not None and not self.k.moved and self.k.move_problem is None
+
     def fix(self) -> Turn:
         calls: list[Call] = []
-        if self.next_action != "edit" and self._next_target() is not None:
+        if self.next_action != "edit" and (self._next_target() is not None or self._move_pending()):
             calls.append(Call("set_next_action", {"next_action": "edit"}))
-        while (target := self._next_target()) is not None:
+        if self._move_pending():
+            assert self.k.move_planned is not None
+            source, dest = self.k.move_planned
+            calls.append(Call("move_path", {"path": source, "to": dest}))
+            return Turn(f"Moving the module file {source} to {dest} first; the imports follow file by file. This "
+                        "needs a human's approval or a standing approval (scope) covering both paths.", calls)
+        while (found := self._next_target()) is not None:
+            target = self.k.where(found)
             if target not in self.fresh:
                 return Turn(f"Reading {target} before renaming in it.", [*calls, Call("read_file", {"path": target})])
-            patch = plan_patch(target, self.fresh[target], self.rename)
+            patch = plan_patch(target, self.fresh[target], self.rename, module_moved=self.k.moved)
             if isinstance(patch, NoPatch):
                 self.note(f"rename {'skipped' if patch.nothing_to_do else 'failed'}: {target}: {patch.reason}")
                 continue
             calls.append(Call("apply_patch", {"path": patch.path, "old": patch.old, "new": patch.new}))
-            following = self._next_target(after=target)
+            following = self._next_target(after=found)
             if following is not None:
-                calls.append(Call("read_file", {"path": following}))
+                calls.append(Call("read_file", {"path": self.k.where(following)}))
             return Turn(
                 f"Renaming {patch.occurrences} occurrence(s) of `{self.rename.old}` in {target} (from line "
                 f"{patch.first_line}). This edit needs a human's approval or a standing approval (scope).",
@@ -237,8 +303,18 @@ class RefactorPolicy:
             lines.append(f"Survey: `{old}` named in {len(k.found)} file(s).")
         changed = [f"{p} ({k.count_of(v)})" for p, v in k.done.items() if k.count_of(v)]
         lines.append(f"Files changed, `{old}` -> `{new}` ({len(changed)}): {', '.join(changed) or 'none'}")
+        move = self.rename.move
+        if move is not None:
+            if k.moved and k.move_planned is not None:
+                lines.append(f"Moved: `{move.old}` -> `{move.new}` ({k.move_planned[0]} -> {k.move_planned[1]})")
+            else:
+                lines.append(f"Not moved: `{move.old}`: {k.move_problem or 'not done'}")
         lines += [f"Skipped: {p}: {why}" for p, why in k.skipped.items()]
         lines += [f"Not changed: {p}: {why}" for p, why in k.failed.items()]
+        if k.branch is not None:
+            shown = ", ".join(f"{sha[:12]} ({what})" for sha, what in k.commits)
+            lines.append(f"Change set: branch {k.branch}, {len(k.commits)} commit(s): {shown or 'none'}; "
+                         "`longrun diff RUN` shows it")
         lines.append(f"Check: {k.check or 'not run'}")
         lines.append(f"Verification: {k.verify or 'not run'}")
         if self.constraints_list:

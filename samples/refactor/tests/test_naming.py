@@ -1,12 +1,15 @@
-"""The rename this sample asks for (README.md): `calc_total` becomes `lines_subtotal`. These two
-tests fail until the whole package uses the new name; the others pass before and after."""
+"""The refactor this sample asks for (README.md): `calc_total` becomes `lines_subtotal`, and the
+module `tillbook.reports` moves to `tillbook.reporting.daily`. These tests (and test_reports, which
+imports the module from its new place) fail until both are done; the others pass before and after."""
 
+import importlib.util
 import re
 import unittest
 
 from context import SRC
 
 OLD, NEW = "calc_total", "lines_subtotal"
+OLD_MODULE, NEW_MODULE = "tillbook.reports", "tillbook.reporting.daily"
 
 
 class NamingTest(unittest.TestCase):
@@ -18,8 +21,17 @@ class NamingTest(unittest.TestCase):
 
     def test_no_module_uses_the_old_name(self):
         word = re.compile(rf"\b{OLD}\b")  # calc_total_weight (shipping) is another function
-        left = [p.name for p in sorted((SRC / "tillbook").glob("*.py")) if word.search(p.read_text(encoding="utf-8"))]
+        left = [p.relative_to(SRC).as_posix() for p in sorted((SRC / "tillbook").rglob("*.py"))
+                if word.search(p.read_text(encoding="utf-8"))]
         self.assertEqual(left, [], f"modules still naming {OLD}")
+
+    def test_the_reports_module_moved(self):
+        self.assertIsNotNone(importlib.util.find_spec(NEW_MODULE), f"{NEW_MODULE} does not exist")
+        self.assertFalse((SRC / "tillbook" / "reports.py").exists(), f"{OLD_MODULE} is still there")
+        dotted = re.compile(rf"\b{re.escape(OLD_MODULE)}\b")
+        left = [p.relative_to(SRC).as_posix() for p in sorted((SRC / "tillbook").rglob("*.py"))
+                if dotted.search(p.read_text(encoding="utf-8"))]
+        self.assertEqual(left, [], f"modules still importing {OLD_MODULE}")
 
 
 if __name__ == "__main__":

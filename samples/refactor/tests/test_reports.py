@@ -1,7 +1,7 @@
 import unittest
 
 from context import LARGE, SMALL
-from tillbook.reports import average_basket, gross_sales, takings
+from tillbook.reporting.daily import average_basket, gross_sales, takings
 
 
 class ReportsTest(unittest.TestCase):
