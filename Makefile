@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test lint bench faults install dev-up dev-down clean
+.PHONY: demo test lint bench faults install dev-up dev-down clean console-shots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -36,6 +36,11 @@ test: lint
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench.run
+
+# Screenshots of the console's inbox (phone width) and a run page, written to .longrun/ by the
+# browser tests (needs Debian's chromium: apt-get install -y chromium).
+console-shots: $(STAMP)
+	LONGRUN_SCREENSHOTS=$(CURDIR)/.longrun $(BIN)/python -m pytest tests/test_console_browser.py -q -k approve_with
 
 faults: $(STAMP)
 	$(BIN)/python -m bench.faults

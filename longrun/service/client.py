@@ -35,8 +35,10 @@ from longrun.models.io import AgentRunInput, SayInput, StatusQueryResult
 from longrun.models.provider import Usage
 from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.models.spec import RunSpec
+from longrun.models.state import TaskState
 from longrun.service.settings import Settings
 from longrun.store import AuditRecord, Store, make_engine
+from longrun.store.records import RunRecord
 from longrun.workflows.agent_run import WORKFLOW_NAME, AgentRunWorkflow
 
 HINT_UP = "run `longrun dev up` to start the embedded stack, or set LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS"
@@ -215,9 +217,11 @@ def status_from_store(store: Store, run_id: str) -> RunStatusView:
     Raises:
         RunNotFoundError: no run has this id.
     """
-    run = store.get_run(run_id)
-    state = store.load_state(run_id)
-    records = store.audit(run_id)
+    return status_from_records(store.get_run(run_id), store.load_state(run_id), store.audit(run_id))
+
+
+def status_from_records(run: RunRecord, state: TaskState, records: list[AuditRecord]) -> RunStatusView:
+    """`status_from_store` over rows already read (the console keeps parsed audit logs)."""
     usage, calls, tools, turn = usage_from_audit(records)
     # as the workflow's status query: a compaction that found nothing to do is not the last one
     compactions = [r.event.report for r in records if isinstance(r.event, CompactionDone) and r.event.report.outcome != "noop"]
@@ -226,7 +230,7 @@ def status_from_store(store: Store, run_id: str) -> RunStatusView:
     if pending is not None and status == RunStatus.running.value:
         status = RunStatus.waiting_approval.value
     return RunStatusView(
-        run_id=run_id, status=RunStatus(status), state_version=state.state_version, step=state.current_step.value,
+        run_id=run.run_id, status=RunStatus(status), state_version=state.state_version, step=state.current_step.value,
         next_action=state.next_action.value, turn=turn, model=run.model, pending_approval=pending, usage=usage,
         model_calls=calls, tool_calls=tools, last_compaction=compactions[-1] if compactions else None,
         reason=run.reason,
@@ -289,6 +293,6 @@ async def run_status(client: Client | None, store: Store, run_id: str) -> tuple[
 
 __all__ = [
     "WORKFLOW_NAME", "approve", "compact_now", "connect", "control", "new_run_id", "open_store", "opening_message",
-    "pending_from_audit", "probe_workflow", "query_status", "reject", "run_status", "say", "start_run", "status_from_store",
+    "pending_from_audit", "probe_workflow", "query_status", "reject", "run_status", "say", "start_run", "status_from_records", "status_from_store",
     "usage_from_audit",
 ]

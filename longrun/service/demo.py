@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shlex
 import shutil
@@ -34,7 +35,7 @@ from longrun.models.run import RunStatus
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.models.state import TaskState, utcnow
 from longrun.service import client as api
-from longrun.service import devstack, render
+from longrun.service import demo_console, devstack, render
 from longrun.service.commands.audit import summary, summary_lines, timeline
 from longrun.service.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, context_limits, usage_error
 from longrun.service.commands.watch import Watcher, describe_pending
@@ -46,9 +47,11 @@ DEFAULT_SAMPLE = REPO / "samples" / "forensic-demo"
 APPROVER = "demo-approver"
 OBJECTIVE = ("Customers report that invoice totals are too low: some order lines seem to be missing from the "
              "total. Find the defect, propose a fix, and check it with the tests.")
-DEMO_BUDGET = 6_000
-"""Tokens one request may take. A real window is 200k or more; 6k makes the small sample behave
-like a long run, so the compaction trigger (75% of the budget, 4.5k) fires a few times."""
+DEMO_BUDGET = 7_500
+"""Tokens one request may take. A real window is 200k or more; 7.5k makes the small sample behave
+like a long run, so the compaction trigger (75% of the budget, 5.6k) fires a few times. The
+budget is set so about 1.3k stays free above the fixed part of every request (system prompt,
+16 tool definitions of about 3.4k tokens, the state block): 6k was right for 12 tools."""
 DEMO_TIMEOUT = 110.0
 
 
@@ -62,6 +65,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--objective", default=OBJECTIVE, help=argparse.SUPPRESS)
     p.add_argument("--home", help=argparse.SUPPRESS)
     p.add_argument("--headless", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--console", action="store_true",
+                   help="serve the web console and wait for you to approve the edit there, instead of approving it "
+                   "on your behalf")
+    p.add_argument("--console-port", type=int, default=demo_console.DEFAULT_PORT, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)
 
 
@@ -105,6 +112,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         model="scripted",
         context=ContextPolicy(budget=args.budget),
         approval_ttl_seconds=600,
+        in_place=True,  # a scratch copy: even under a repository's folder it is edited where it is, not on a branch
     )
     limit, trigger = context_limits(spec)
     out(f"workspace: {workspace} (a fresh copy of {sample.relative_to(REPO) if sample.is_relative_to(REPO) else sample})")
@@ -121,10 +129,17 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     queue = f"longrun-demo-{uuid.uuid4().hex[:8]}"
     worker = build_worker(client, store, settings=settings, task_queue=queue, heartbeat_every=0.5)
     try:
-        async with worker:
+        async with worker, contextlib.AsyncExitStack() as stack:
             out(f"worker: in this process, task queue {queue!r}")
+            console = None
+            if args.console:
+                password = demo_console.console_password(info.owner_url or settings.owner_database_url, APPROVER)
+                url = await stack.enter_async_context(demo_console.serving(store, settings, args.console_port))
+                console = (url, password)
+                out(f"console: {url} (sign in as {APPROVER}, password {password}: made for this demo, shown once)")
             run_id = await api.start_run(client, store, spec, task_queue=queue)
-            code = await asyncio.wait_for(_drive(client, store, run_id, workspace, signer), DEMO_TIMEOUT)
+            timeout = DEMO_TIMEOUT + (spec.approval_ttl_seconds if console else 0)
+            code = await asyncio.wait_for(_drive(client, store, run_id, workspace, signer, console), timeout)
     except TimeoutError:
         raise CliError(f"the demo run did not finish within {DEMO_TIMEOUT:.0f} s; see `longrun status` and "
                        f"`longrun audit` for where it stopped") from None
@@ -159,7 +174,8 @@ def ensure_demo_approver(owner_url: str | None, home: Path) -> Signer:
     return Signer(principal=APPROVER, key=key, path=path)
 
 
-async def _drive(client: Client, store: Store, run_id: str, workspace: Path, signer: Signer) -> int:
+async def _drive(client: Client, store: Store, run_id: str, workspace: Path, signer: Signer,
+                 console: tuple[str, str] | None = None) -> int:
     section(f"2. run {run_id}: progress")
     watcher = Watcher(client, store, run_id, emit=out)
     status = await watcher.follow(lambda s: s.status is RunStatus.waiting_approval, interval=0.2)
@@ -172,8 +188,13 @@ async def _drive(client: Client, store: Store, run_id: str, workspace: Path, sig
             out(f"  the edit, in {pending.arguments['path']}:")
             out(f"    - {pending.arguments['old'].strip()}")
             out(f"    + {pending.arguments['new'].strip()}")
-        out(f"approving as {APPROVER}, signed with key {signer.key_id} (the demo approves on your behalf)")
-        out("  " + await api.approve(client, run_id, pending.approval_id, signer, store=store))
+        if console is not None:
+            out(f"open {console[0]}/runs/{run_id} and sign in as {APPROVER} (password {console[1]}): the page shows")
+            out("  the edit as a diff against the file; approve it there, or reject it with a reason. Waiting ...")
+            status = await watcher.follow(lambda s: s.status is not RunStatus.waiting_approval, interval=0.5)
+        else:
+            out(f"approving as {APPROVER}, signed with key {signer.key_id} (the demo approves on your behalf)")
+            out("  " + await api.approve(client, run_id, pending.approval_id, signer, store=store))
         section("4. run: after the approval")
         status = await watcher.follow(lambda s: False, interval=0.2)
     if status.status is not RunStatus.completed:
@@ -240,6 +261,9 @@ def _report(
     if info.temporal_ui:
         out(f"  Temporal Web UI: {info.temporal_ui}/namespaces/default/workflows/{run_id}")
     home_env = "" if os.environ.get("LONGRUN_HOME") is None else f"LONGRUN_HOME={home} "
+    out(f"  {home_env}longrun serve                 the web console on http://127.0.0.1:8780: inbox, runs, this run "
+        "live, the audit")
+    out(f"    (sign-in: `{home_env}longrun approvers add NAME --console`; `longrun demo --console` approves in it)")
     out(f"the stack keeps running for that; `{home_env}longrun dev down` stops it.")
 
 

@@ -54,6 +54,15 @@ WHERE r.run_id = %(run_id)s
 ORDER BY e.seq
 """
 
+_PAGE_SQL = """
+SELECT e.seq, e.kind, e.event, e.actor, e.created_at, e.prev_hash, e.hash
+FROM runs r LEFT JOIN LATERAL (
+    SELECT * FROM audit_events a WHERE a.run_id = r.run_id AND a.seq > %(after)s ORDER BY a.seq LIMIT %(limit)s
+) e ON true
+WHERE r.run_id = %(run_id)s
+ORDER BY e.seq
+"""
+
 
 class AuditMixin(ChainAppendMixin):
     """The audit log: append-only, hash-chained, numbered 1, 2, ... per run."""
@@ -142,16 +151,31 @@ class AuditMixin(ChainAppendMixin):
             if not rows:
                 raise RunNotFoundError(run_id)
             self._remember_head(run_id, rows[0].head_count, rows[0].head_hash, "audit", newer_only=True)
-            out = []
-            for r in rows:
-                if r.seq is None:
-                    continue
-                try:
-                    event = audit_event_adapter.validate_python(r.event)
-                except ValidationError as exc:
-                    raise StoreError(f"audit event {r.seq} of run {run_id} does not parse: {_fields(exc)}") from exc
-                out.append(AuditRecord(seq=r.seq, kind=r.kind, event=event, actor=r.actor, created_at=r.created_at,
-                                       prev_hash=r.prev_hash, hash=r.hash))
-            return out
+            return [_record(run_id, r) for r in rows if r.seq is not None]
 
         return self._autocommit("audit", read)
+
+    def audit_page(self, run_id: str, *, after_seq: int = 0, limit: int = 200) -> list[AuditRecord]:
+        """At most `limit` audit events numbered after `after_seq`, oldest first: the console's
+        paged timeline and its live feed read the log this way, not whole.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+
+        def read(c: psycopg.Connection) -> list[AuditRecord]:
+            rows = _fetch(c, _PAGE_SQL, {"run_id": run_id, "after": after_seq, "limit": limit})
+            if not rows:
+                raise RunNotFoundError(run_id)
+            return [_record(run_id, r) for r in rows if r.seq is not None]
+
+        return self._autocommit("audit_page", read)
+
+
+def _record(run_id: str, r: Any) -> AuditRecord:
+    try:
+        event = audit_event_adapter.validate_python(r.event)
+    except ValidationError as exc:
+        raise StoreError(f"audit event {r.seq} of run {run_id} does not parse: {_fields(exc)}") from exc
+    return AuditRecord(seq=r.seq, kind=r.kind, event=event, actor=r.actor, created_at=r.created_at,
+                       prev_hash=r.prev_hash, hash=r.hash)

@@ -14,6 +14,7 @@ the audit log and queued instructions.
 | `artifacts` | content-addressed artifacts and compaction projections |
 | `instructions` | the inbox of a human's `say` instructions |
 | `principals` | principals, their public keys, and approvers' argument edits |
+| `console` | the console's sealed keys and its sessions |
 | `verify` | `verify_chain` |
 
 The names below `Store` are re-exported here because callers import them from this module.
@@ -22,6 +23,7 @@ The names below `Store` are re-exported here because callers import them from th
 from __future__ import annotations
 
 from longrun.store.artifacts import ArtifactsMixin
+from longrun.store.console import ConsoleMixin
 from longrun.store.core import (
     MAX_ARTIFACT_BYTES,
     MAX_ATTEMPTS,
@@ -43,7 +45,7 @@ from longrun.store.state import StateMixin
 from longrun.store.verify import VerifyMixin
 
 
-class Store(RunsMixin, StateMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, VerifyMixin):
+class Store(RunsMixin, StateMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin, VerifyMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

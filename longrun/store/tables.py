@@ -313,6 +313,36 @@ class CallEditRow(Base):
     )
 
 
+class ConsoleKeyRow(Base):
+    """A principal's console signing key, sealed under their console password (migration 0006).
+    Append-only: a new password is a new key."""
+
+    __tablename__ = "console_keys"
+
+    key_id: Mapped[str] = mapped_column(String(32), ForeignKey("credentials.key_id"), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(100), ForeignKey("principals.name"), nullable=False, index=True)
+    kdf: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    salt: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    sealed_key: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+
+
+class ConsoleSessionRow(Base):
+    """One signed-in browser: found by the hash of its cookie's token, its key sealed under it."""
+
+    __tablename__ = "console_sessions"
+
+    token_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(100), ForeignKey("principals.name"), nullable=False)
+    key_id: Mapped[str] = mapped_column(String(32), ForeignKey("credentials.key_id"), nullable=False)
+    nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    sealed_key: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
 def core_table(row: type[Base]) -> Table:
     """The Core `Table` behind an ORM class, typed as one (the hot paths insert with Core)."""
     table = row.__table__
@@ -329,6 +359,8 @@ __all__ = [
     "AuditEventRow",
     "Base",
     "CallEditRow",
+    "ConsoleKeyRow",
+    "ConsoleSessionRow",
     "CredentialRow",
     "InstructionRow",
     "PrincipalRow",

@@ -11,6 +11,8 @@ read keys): `LONGRUN_OWNER_DATABASE_URL`, else the dev stack's.
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -19,6 +21,7 @@ from typing import Any
 
 from longrun.auth import ROLES, default_key_path, key_id_of, new_key, public_pem, write_private_key
 from longrun.auth.keys import load_public_pem
+from longrun.auth.sealed import check_password, seal_with_password
 from longrun.errors import ApprovalError, ConfigError, StoreError
 from longrun.service import decide, render
 from longrun.service.commands.common import (
@@ -55,6 +58,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     add.add_argument("--public-key", type=Path, metavar="FILE", help="register this PEM public key instead of making one")
     add.add_argument("--expires", metavar="DURATION", help="the key stops signing after this long (e.g. 90d)")
     add.add_argument("--new-key", action="store_true", help="add a key to a principal that has an active one")
+    add.add_argument("--console", action="store_true",
+                     help="set a console password (`longrun serve`): makes a console key sealed under it; a new "
+                     "password revokes the old console key")
+    add.add_argument("--password-stdin", action="store_true",
+                     help="with --console: read the password from the first line of stdin instead of prompting")
     add_json(add)
     add.set_defaults(func=cmd_add)
 
@@ -109,7 +117,53 @@ def _owner_store() -> Iterator[Store]:
         store.engine.dispose()
 
 
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass("console password: ")
+        if getpass.getpass("again: ") != password:
+            raise CliError("the two passwords differ; nothing was changed")
+    try:
+        return check_password(password)
+    except ConfigError as exc:
+        raise CliError(f"{exc}; nothing was changed", code=2) from exc
+
+
+def cmd_add_console(args: argparse.Namespace) -> int:
+    """A console key for NAME, sealed under a password that is stored nowhere (`auth.sealed`)."""
+    if args.public_key is not None or args.key_file is not None or args.expires or args.new_key:
+        raise usage_error("--console makes its own key: --public-key, --key-file, --expires and --new-key do not apply")
+    password = _read_password(args.password_stdin)
+    key = new_key()
+    key_id = key_id_of(key.public_key())
+    seal = seal_with_password(key, password, principal=args.name, key_id=key_id)
+    with _owner_store() as store:
+        existing = next((p for p in store.principals() if p[0] == args.name), None)
+        roles = args.roles or (list(existing[1]) if existing else ["viewer", "approver"])
+        try:
+            created = store.add_principal(args.name, roles, actor="cli")
+            revoked = store.add_console_key(args.name, key_id, public_pem(key.public_key()), seal)
+        except InvalidInputError as exc:
+            raise CliError(str(exc)) from exc
+        roles = list(next(p for p in store.principals() if p[0] == args.name)[1])
+    if args.json:
+        print_json({"principal": args.name, "created": created, "roles": roles, "console_key_id": key_id,
+                    "revoked": revoked})
+        return EXIT_OK
+    say(f"{'created' if created else 'updated'} principal {args.name} (roles: {', '.join(sorted(roles))}); console "
+        f"key {key_id} registered, sealed under the password (which is stored nowhere)")
+    if revoked:
+        say(f"revoked the previous console key {', '.join(revoked)}: the old password no longer signs in")
+    say("sign in at `longrun serve` (http://127.0.0.1:8780) with this name and password")
+    return EXIT_OK
+
+
 def cmd_add(args: argparse.Namespace) -> int:
+    if args.console:
+        return cmd_add_console(args)
+    if args.password_stdin:
+        raise usage_error("--password-stdin goes with --console")
     roles = args.roles or ["viewer", "approver"]
     expires_at = None
     if args.expires:

@@ -1,0 +1,21 @@
+"""The longrun console: a JSON API and web pages for approvers and operators (`longrun serve`).
+
+A thin ASGI app over the same store and client API the CLI uses; it keeps sessions and nothing
+else of its own. Decisions made here are signed with the person's console key and verified by the
+worker like any other (see `auth` for how signing in works). docs/API.md documents the API.
+
+| module | job |
+|---|---|
+| `app` | the FastAPI app, error mapping, security headers |
+| `auth` | sign-in, sessions, roles, CSRF, the signer of a request |
+| `api` | the JSON API |
+| `pages` | the server-rendered pages |
+| `views` | what the pages and the API show, from PostgreSQL |
+| `feeds` | the live feeds behind server-sent events |
+| `context` | what requests share (store, Temporal client, feeds) |
+"""
+
+from longrun.console.app import create_app
+from longrun.console.context import Console
+
+__all__ = ["Console", "create_app"]

@@ -1,0 +1,124 @@
+"""The console's ASGI app: `create_app(console)` (FastAPI; the OpenAPI page is at /api/docs).
+
+Errors: a `ConsoleError` becomes `{"error": message}` with its status; a validation error names
+each bad field (`{"error": "body.reason: ...", "fields": [...]}`, 422); an error of longrun's
+own (`RunNotFoundError`, `StackNotRunning`, ...) is mapped to 404 / 503 / 409. Pages get the same,
+except that a missing session redirects to the sign-in page.
+
+Every response carries a strict Content-Security-Policy (scripts and styles from this origin
+only, no framing), `nosniff` and `no-referrer`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from longrun.console import api, pages
+from longrun.console.context import Console
+from longrun.console.errors import ConsoleError, Unauthenticated
+from longrun.errors import ApprovalError, LongrunError, RunNotFoundError, StackNotRunning
+
+log = logging.getLogger("longrun.console")
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                               "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+
+class SecurityHeaders:
+    """Adds the security headers (and `no-store` on the API) to every response. Plain ASGI, not
+    Starlette's `BaseHTTPMiddleware`, which pipes every body through a memory stream: with 200
+    event streams open that doubled the console's work per event."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        api = str(scope.get("path", "")).startswith("/api/")
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for k, v in SECURITY_HEADERS.items():
+                    headers.setdefault(k, v)
+                if api and "cache-control" not in headers:
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _error(request: Request, status: int, message: str, **extra: object) -> Response:
+    if status == 401 and not _is_api(request):
+        return pages.login_redirect(request)
+    if not _is_api(request) and request.method == "GET":
+        me = None
+        return pages.page(request, "error.html", me, status=status, message=message)
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def create_app(console: Console) -> FastAPI:
+    app = FastAPI(title="longrun console", version="1", docs_url="/api/docs", redoc_url=None,
+                  openapi_url="/api/openapi.json",
+                  description="The JSON API of the longrun console (docs/API.md). Sign in with POST /api/session; "
+                              "send the returned csrf_token as X-CSRF-Token on every POST and DELETE.")
+    app.state.console = console
+    app.add_middleware(SecurityHeaders)
+    app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.exception_handler(ConsoleError)
+    async def console_error(request: Request, exc: ConsoleError) -> Response:
+        return _error(request, exc.status, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        fields = [{"field": ".".join(str(x) for x in e["loc"]), "message": e["msg"]} for e in exc.errors()]
+        text = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+        return _error(request, 422, f"invalid request: {text}", fields=fields)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = "no such page or endpoint: /api/docs lists the API" if exc.status_code == 404 else str(exc.detail)
+        return _error(request, exc.status_code, message)
+
+    @app.exception_handler(LongrunError)
+    async def longrun_error(request: Request, exc: LongrunError) -> Response:
+        if isinstance(exc, RunNotFoundError):
+            return _error(request, 404, f"{exc}: GET /api/runs lists the runs")
+        if isinstance(exc, StackNotRunning):
+            return _error(request, 503, str(exc))
+        if isinstance(exc, ApprovalError):
+            return _error(request, 409, str(exc))
+        log.warning("console request failed: %s", exc)
+        return _error(request, 500, f"{type(exc).__name__}: {exc}")
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    return app
+
+
+__all__ = ["Unauthenticated", "create_app"]

@@ -1,0 +1,182 @@
+"""What the console shows, as plain data: the same dicts feed the JSON API and the templates.
+
+Everything is read from PostgreSQL (the run row, the head state, the audit log), as `longrun
+status` does when Temporal no longer has a run, so a page shows the record and not a cache. A
+run's status counts as `waiting_approval` while the audit holds an unanswered request.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from longrun.models.audit import (
+    ApprovalExpired,
+    ApprovalGranted,
+    ApprovalRefused,
+    ApprovalRejected,
+    ApprovalRequested,
+    CompactionDone,
+    CompactionStarted,
+    ModelCalled,
+    OperatorRequest,
+    RunControl,
+    RunFinished,
+    RunStarted,
+    ScopeEnded,
+    ScopeGranted,
+    ScopeUsed,
+    StateCommitted,
+    Steered,
+    ToolRan,
+)
+from longrun.models.run import PendingApproval, RunStatus
+from longrun.providers.pricing import estimate_cost
+from longrun.service import render
+from longrun.service.client import pending_from_audit, status_from_records
+from longrun.service.commands.audit import describe_event
+from longrun.service.commands.common import context_limits
+from longrun.service.demo import context_points
+from longrun.store import AuditRecord, Store
+from longrun.store.records import RunRecord
+
+if TYPE_CHECKING:  # auth needs the console's context, which renders events with this module
+    from longrun.console.auth import Principal
+    from longrun.console.context import Console
+
+
+def category(r: AuditRecord) -> str:
+    """The timeline's grouping of an event (the run page colours and filters by it)."""
+    e = r.event
+    if isinstance(e, ModelCalled):
+        return "model"
+    if isinstance(e, (ApprovalRequested, ApprovalGranted, ApprovalRejected, ApprovalExpired, ApprovalRefused,
+                      ScopeGranted, ScopeUsed, ScopeEnded)):
+        return "approval"
+    if isinstance(e, (CompactionStarted, CompactionDone)):
+        return "compaction"
+    if isinstance(e, StateCommitted):
+        return "state"
+    if isinstance(e, (RunControl, OperatorRequest, Steered)):
+        return "control"
+    if isinstance(e, (RunStarted, RunFinished)):
+        return "run"
+    if r.kind.startswith("notification"):
+        return "notification"
+    if r.kind == "error":
+        return "error"
+    return "tool"
+
+
+def event_item(r: AuditRecord) -> dict[str, Any]:
+    """One timeline row: what the run page shows and the live feed sends."""
+    return {"seq": r.seq, "at": r.created_at.isoformat(), "kind": r.kind, "category": category(r), "actor": r.actor,
+            "text": describe_event(r)}
+
+
+def sse_frame(r: AuditRecord) -> bytes:
+    """The server-sent event of one audit record, encoded once for every subscriber."""
+    return f"id: {r.seq}\nevent: audit\ndata: {json.dumps(event_item(r))}\n\n".encode()
+
+
+def pending_view(p: PendingApproval, run: RunRecord, who: Principal | None) -> dict[str, Any]:
+    return {"run_id": run.run_id, "approval_id": p.approval_id, "tool": p.tool, "arguments": p.arguments,
+            "action_hash": p.action_hash, "state_version": p.state_version,
+            "requested_at": p.requested_at.isoformat(), "expires_at": p.expires_at.isoformat(),
+            "approvers": list(run.spec.approvers),
+            "can_decide": who is not None and can_decide(who, run)}
+
+
+def can_decide(who: Principal, run: RunRecord) -> bool:
+    return who.can("approver") and who.name in run.spec.approvers
+
+
+def run_row(c: Console, run: RunRecord, records: list[AuditRecord] | None = None) -> dict[str, Any]:
+    """A run as the list shows it."""
+    records = c.audits.records(run.run_id) if records is None else records
+    view = status_from_records(run, c.store.load_state(run.run_id), records)
+    cost = estimate_cost(run.model, view.usage)
+    return {"run_id": run.run_id, "status": view.status.value, "step": view.step, "next_action": view.next_action,
+            "turn": view.turn, "model": run.model, "objective": run.spec.objective,
+            "tokens": view.usage.total_input + view.usage.output_tokens,
+            "usage": view.usage.model_dump(), "cost_usd": cost, "model_calls": view.model_calls,
+            "tool_calls": view.tool_calls, "created_at": run.created_at.isoformat(),
+            "waiting_approval": view.pending_approval is not None, "parent_run_id": run.parent_run_id}
+
+
+def list_runs(c: Console, *, status: str | None = None, waiting: bool | None = None,
+              limit: int = 50) -> list[dict[str, Any]]:
+    rows = [run_row(c, r) for r in c.store.list_runs(limit=limit)]
+    if status:
+        rows = [r for r in rows if r["status"] == status]
+    if waiting is not None:
+        rows = [r for r in rows if r["waiting_approval"] == waiting]
+    return rows
+
+
+def run_detail(c: Console, run_id: str, who: Principal | None) -> dict[str, Any]:
+    """Everything the run page shows above the timeline."""
+    run = c.store.get_run(run_id)
+    records = c.audits.records(run_id)
+    state = c.store.load_state(run_id)
+    view = status_from_records(run, state, records)
+    limit, trigger = context_limits(run.spec)
+    artifacts = [{"sha256": e.artifact_sha256, "tool": e.tool, "bytes": e.output_bytes, "seq": r.seq,
+                  "summary": e.summary}
+                 for r in records if isinstance((e := r.event), ToolRan) and e.artifact_sha256]
+    return {
+        **run_row(c, run, records),
+        "reason": view.reason, "state_version": state.state_version,
+        "objective": state.objective, "constraints": list(state.constraints), "notes": list(state.notes),
+        "decisions": [d.model_dump(mode="json") for d in state.decisions],
+        "effects": [e.model_dump(mode="json") for e in state.effects],
+        "approvals": [a.model_dump(mode="json") for a in state.approvals],
+        "scopes": [{**s.model_dump(mode="json"), "uses_left": max(0, s.max_uses - s.uses)} for s in state.scopes],
+        "pending_approval": pending_view(view.pending_approval, run, who) if view.pending_approval else None,
+        "last_compaction": view.last_compaction.model_dump(mode="json") if view.last_compaction else None,
+        "context": {"limit": limit, "trigger": trigger,
+                    "points": [p.__dict__ for p in context_points(records)]},
+        "artifacts": artifacts, "audit_events": len(records), "workspace": run.spec.workspace,
+        "finished": RunStatus(view.status).finished,
+    }
+
+
+def context_svg(c: Console, run_id: str) -> str:
+    run = c.store.get_run(run_id)
+    limit, trigger = context_limits(run.spec)
+    return render.svg_chart(context_points(c.audits.records(run_id)), limit=limit, trigger=trigger,
+                            title=f"{run_id}: request size per model call")
+
+
+def timeline(store: Store, run_id: str, *, after: int = 0, limit: int = 100) -> dict[str, Any]:
+    rows = store.audit_page(run_id, after_seq=after, limit=limit + 1)
+    items = [event_item(r) for r in rows[:limit]]
+    return {"run_id": run_id, "items": items, "next_after": items[-1]["seq"] if items else after,
+            "more": len(rows) > limit}
+
+
+def pending_approvals(c: Console, who: Principal, *, everything: bool = False,
+                      limit: int = 200) -> list[dict[str, Any]]:
+    """Every unanswered approval request of a running run: those `who` may decide, or (with
+    `everything`) all of them, each saying whether `who` may decide it."""
+    out = []
+    for run in c.store.list_runs(limit=limit):
+        if RunStatus(run.status).finished:
+            continue
+        pending = pending_from_audit(c.audits.records(run.run_id), run.spec.approval_ttl_seconds)
+        if pending is None:
+            continue
+        item = pending_view(pending, run, who)
+        if item["can_decide"] or everything:
+            out.append(item)
+    out.sort(key=lambda i: i["expires_at"])
+    return out
+
+
+def seconds_left(expires_at: str, now: datetime) -> int:
+    return max(0, int((datetime.fromisoformat(expires_at) - now).total_seconds()))
+
+
+__all__ = ["can_decide", "category", "context_svg", "event_item", "list_runs", "pending_approvals", "run_detail",
+           "run_row", "timeline"]

@@ -1,0 +1,53 @@
+"""`longrun serve`: the console (JSON API and web pages) on 127.0.0.1:8780 by default.
+
+It uses the CLI's settings: the database URL (the app role's is enough) and the Temporal address
+from the environment or `$LONGRUN_HOME/stack.json`. People sign in with a console password that
+`longrun approvers add NAME --console` sets (docs/API.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from longrun.service.commands.common import EXIT_OK, CliError, open_store_only, say, settings
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8780
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    sp = sub.add_parser("serve", help="the web console and JSON API (default http://127.0.0.1:8780)",
+                        description="Serve the longrun console: an inbox of pending approvals with diffs, runs, "
+                        "run pages that update live, and the audit; plus the JSON API (docs/API.md, /api/docs). "
+                        "Sign in with a console password (`longrun approvers add NAME --console`).")
+    sp.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST}; "
+                    "anything else exposes the console to the network: put TLS in front)")
+    sp.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    sp.add_argument("--session-hours", type=float, default=8.0, help="how long a sign-in lasts (default 8)")
+    sp.add_argument("--secure-cookies", action="store_true",
+                    help="mark the session cookie Secure (when a TLS proxy serves the console)")
+    sp.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Runs uvicorn's own loop (uvloop where installed), not inside another: under load the C
+    event loop and HTTP parser keep the console's tail latency down (bench/console_load.py)."""
+    import uvicorn
+
+    from longrun.console import Console, create_app
+
+    if not 0 < args.port < 65536:
+        raise CliError("--port must be between 1 and 65535", code=2)
+    store = open_store_only()
+    console = Console(settings=settings(), store=store, session_hours=args.session_hours,
+                      secure_cookies=args.secure_cookies)
+    config = uvicorn.Config(create_app(console), host=args.host, port=args.port, log_level="warning",
+                            proxy_headers=False, server_header=False)
+    server = uvicorn.Server(config)
+    say(f"longrun console on http://{args.host}:{args.port} (sign in with a console password: "
+        "`longrun approvers add NAME --console`); Ctrl-C stops it")
+    try:
+        server.run()
+    finally:
+        store.engine.dispose()
+    return EXIT_OK
