@@ -13,10 +13,12 @@ from longrun.activities.children import ChildActivities
 from longrun.activities.contract import Activities, declarations
 from longrun.activities.decisions import DecisionActivities
 from longrun.activities.fused import FusedActivities
+from longrun.activities.mcp import McpActivities
 from longrun.activities.notify import NotifyActivities
 
 
-class AgentActivities(FusedActivities, ChildActivities, DecisionActivities, NotifyActivities, Activities):
+class AgentActivities(FusedActivities, ChildActivities, DecisionActivities, NotifyActivities, McpActivities,
+                      Activities):
     """Every activity of the run workflow, sharing one set of dependencies. `Activities` comes
     last: its declarations are what the implementations before it override (and mypy checks)."""
 

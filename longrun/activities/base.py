@@ -30,9 +30,11 @@ from longrun.activities.scope import ScopedAccess, ScopeSlot
 from longrun.context import Calibration, fit_request, render_request
 from longrun.context.state_block import notes_budget
 from longrun.errors import ContextOverflow
+from longrun.mcp.registry import RunTools
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.context import Projection, TranscriptItem
 from longrun.models.io import StateBrief
+from longrun.models.mcp import McpListing
 from longrun.models.provider import ModelRequest
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
@@ -80,6 +82,8 @@ class Deps:
     hide besides the worker's home ($LONGRUN_HOME) and what to bind back read-only."""
     webhooks: WebhookDirectory = field(default_factory=WebhookDirectory.from_env)
     """Where the webhooks runs name are (URLs and secrets: this worker's environment)."""
+    worktrees: Path | None = None
+    """Where runs on a git workspace get their worktree (`$LONGRUN_HOME/worktrees` when None)."""
 
 
 class ActivityBase(ScopedAccess):
@@ -91,6 +95,7 @@ class ActivityBase(ScopedAccess):
         self._slot = ScopeSlot()
         self._specs: OrderedDict[str, RunSpec] = OrderedDict()
         self._specs_lock = threading.Lock()
+        self._run_tools = RunTools()
 
     def spec(self, run_id: str) -> RunSpec:
         """The run's spec, from memory when this worker has read it recently (least recently
@@ -111,13 +116,33 @@ class ActivityBase(ScopedAccess):
             while len(self._specs) > MAX_CACHED_SPECS:
                 self._specs.popitem(last=False)
 
+    def tools_for(self, run_id: str) -> ToolRegistry:
+        """The tools of this run: the worker's, plus the MCP tools its servers listed at its start
+        (`longrun.mcp`; from the listing in Postgres, the same on every worker)."""
+        spec = self.spec(run_id)
+        if not spec.mcp_servers:
+            return self.registry
+        return self._run_tools.registry(self.registry, run_id, spec, self.head(run_id), self.store.get_artifact)
+
+    def mcp_listing(self, run_id: str) -> McpListing | None:
+        """What this run's MCP servers listed at its start (None without servers or a listing)."""
+        spec = self.spec(run_id)
+        if not spec.mcp_servers:
+            return None
+        return self._run_tools.listing(self.registry, run_id, spec, self.head(run_id), self.store.get_artifact)
+
+    def workspace_of(self, run_id: str) -> Path:
+        """Where the run's tools work: its workspace (a git change set's worktree, see
+        `changes.ChangeSetActivities`, overrides this)."""
+        return Path(self.spec(run_id).workspace)
+
     def tool_context(
         self, run_id: str, action_id: str = "", now: datetime | None = None, before: str | None = None
     ) -> ToolContext:
         spec = self.spec(run_id)
         return ToolContext(
             run_id=run_id,
-            workspace=Path(spec.workspace),
+            workspace=self.workspace_of(run_id),
             allowed_commands=[list(a) for a in spec.allowed_commands],
             command_timeout=float(spec.command_timeout_seconds),
             action_id=action_id,
@@ -170,7 +195,7 @@ class ActivityBase(ScopedAccess):
         overflow: under `limit_override`, or, when even the smallest request is over that, under
         `limit_hard`, the most the provider's own numbers admit)."""
         spec = self.spec(run_id)
-        provider = self.deps.provider_for(spec.model)
+        provider = self.deps.provider_for(spec.provider_key())
         state = self.head(run_id)
         projection = self.store.latest_projection(run_id)
         after = projection.covers_through_seq if projection else 0
@@ -181,7 +206,7 @@ class ActivityBase(ScopedAccess):
             projection=projection,
             new_items=self.items(entries),
             state=state,
-            tools=self.registry.specs(read_only=spec.read_only),
+            tools=self.tools_for(run_id).specs(read_only=spec.read_only),
             max_tokens=min(spec.context.reserve_output, provider.info.max_output),
             notes_tokens=notes_budget(spec.context.limit(provider.info.window)),
         )

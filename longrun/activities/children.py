@@ -43,10 +43,12 @@ class ChildActivities(ActivityBase):
         spec = RunSpec(
             objective=objective,
             constraints=list(self.head(inp.run_id).constraints),
-            workspace=parent.workspace,
+            workspace=str(self.workspace_of(inp.run_id)),  # the parent's worktree when it has a change set
             approvers=[],
             allowed_commands=[],
             model=parent.subagent_model or parent.model,
+            base_url=parent.base_url,
+            context_window=parent.context_window,
             context=parent.context,
             caps=parent.subagent_caps,
             read_only=True,

@@ -39,6 +39,7 @@ from longrun.models.io import (
     IntentInput,
     IntentResult,
     LoadRunResult,
+    McpListResult,
     ModelCallInput,
     ModelCallResult,
     NotifyInput,
@@ -166,6 +167,11 @@ class Activities:
         """Set `next_action = ask_human` with the reason (re-applied on the head)."""
         _declared()
 
+    @declare(names.OPEN_CHANGE_SET)
+    def open_change_set(self, inp: RunRef) -> None:
+        """Put a run on a git workspace on its own branch, in a worktree (refusing a dirty workspace)."""
+        _declared()
+
     @declare(names.FINISH_RUN)
     def finish_run(self, inp: FinishInput) -> None:
         """Record the run's final status in `runs` and the audit."""
@@ -179,6 +185,11 @@ class Activities:
     @declare(names.COLLECT_CHILD)
     def collect_child(self, inp: CollectChildInput) -> ChildCollected:
         """A finished subagent's answer as the parent's tool result, and its tokens."""
+        _declared()
+
+    @declare(names.LIST_MCP_TOOLS)
+    def list_mcp_tools(self, inp: RunRef) -> McpListResult:
+        """Ask the run's MCP servers for their tools, once, and store the listing in Postgres."""
         _declared()
 
     @declare(names.NOTIFY)

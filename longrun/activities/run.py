@@ -8,8 +8,10 @@ from typing import Any
 from longrun.activities.base import ActivityBase, brief
 from longrun.activities.contract import Activities, implements
 from longrun.activities.decisions import end_scopes
+from longrun.activities.provider_context import effective_policy
 from longrun.context import estimate_message, estimate_request, should_compact
 from longrun.errors import ContextOverflow
+from longrun.mcp.registry import listing_sha256
 from longrun.models.audit import RunFinished, ScopeEnded, Steered
 from longrun.models.blocks import Message, ToolResultBlock
 from longrun.models.io import (
@@ -59,6 +61,7 @@ class RunActivities(ActivityBase):
             state=brief(self.head(inp.run_id)),
             status=record.status,
             webhooks=self.deps.webhooks.for_run(spec.webhooks, subagent=record.parent_run_id is not None),
+            mcp_listing_needed=bool(spec.mcp_servers) and listing_sha256(self.head(inp.run_id)) is None,
         )
 
     @implements(Activities.record_event)
@@ -93,7 +96,7 @@ class RunActivities(ActivityBase):
             seq = last.seq
         state = self.head(run_id)
         spec = self.spec(run_id)
-        provider = self.deps.provider_for(spec.model)
+        provider = self.deps.provider_for(spec.provider_key())
         try:
             if inp.sent_tokens_estimated is not None:
                 # what the model was just sent, plus what this turn added: no second render per turn
@@ -110,7 +113,7 @@ class RunActivities(ActivityBase):
             calibrated = spec.context.limit(provider.info.window) + 1
         trigger = should_compact(
             calibrated,
-            policy=spec.context,
+            policy=effective_policy(spec.context, spec.model),  # provider mode: only the hard limit
             window=provider.info.window,
             last_compaction_turn=inp.last_compaction_turn,
             turn=inp.turn,

@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 from temporalio import activity
 
-from longrun.activities.base import ActivityBase, action_id_for, brief
+from longrun.activities.base import action_id_for, brief
+from longrun.activities.changes import ChangeSetActivities
 from longrun.activities.contract import Activities, implements
 from longrun.auth.scopes import PATH_ARGUMENT, constraints_sha256, covering_scope
 from longrun.errors import EffectUndecidable, InvalidToolCall, StaleStateError, ToolError
 from longrun.invariants import GateFacts, evaluate
+from longrun.mcp.registry import mcp_hint_note
 from longrun.models.audit import EffectIntent, EffectSettled, GateVerdict, ScopeUsed, ToolRan
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash
@@ -76,7 +78,7 @@ def _settle(state: TaskState, action_id: str, status: EffectStatus, external_id:
     return state.model_copy(update={"effects": effects})
 
 
-class ToolActivities(ActivityBase):
+class ToolActivities(ChangeSetActivities):
     @implements(Activities.gate)
     def gate(self, inp: GateInput) -> GateResult:
         """Check the invariants over the persisted state; audit the verdict."""
@@ -91,10 +93,11 @@ class ToolActivities(ActivityBase):
         needs_approval, allowed = False, frozenset(NextAction)
         args_error: str | None = None
         check_error: str | None = None
+        registry = self.tools_for(run_id)
         try:
-            tool = self.registry.get(name)
+            tool = registry.get(name)
             kind, needs_approval, allowed = tool.kind, tool.needs_approval, tool.allowed_next_actions
-            arguments = self.registry.validate_arguments(name, arguments)
+            arguments = registry.validate_arguments(name, arguments)
             if tool.check is not None:
                 check_error = tool.check(arguments, self.tool_context(run_id, action_id, inp.now))
         except ToolError as exc:
@@ -102,7 +105,7 @@ class ToolActivities(ActivityBase):
         missing = tuple(r.sha256 for r in state.artifact_refs if not self.store.has_artifact(r.sha256))
         scope, scope_refusal = (None, "")
         if needs_approval and kind == "effect" and args_error is None:
-            scope, scope_refusal = covering_scope(state, name, arguments, inp.now)
+            scope, scope_refusal = covering_scope(state, name, arguments, inp.now, paths=tool.changed_paths(arguments))
         decision = evaluate(
             GateFacts(
                 state=state,
@@ -124,6 +127,8 @@ class ToolActivities(ActivityBase):
             )
         )
         reason = self.redactor.redact(decision.reason)
+        if decision.verdict == "needs_approval":
+            reason += mcp_hint_note(self.mcp_listing(run_id), name)
         self.audit(
             run_id,
             GateVerdict(
@@ -159,7 +164,7 @@ class ToolActivities(ActivityBase):
         goes back through the gate, on the new state. An intent an earlier attempt of this same
         call already wrote (the worker died before answering) is found and its attempt counted."""
         name, arguments = self.tool_call(inp.run_id, inp.call)
-        tool = self.registry.get(name)
+        tool = self.tools_for(inp.run_id).get(name)
         head = self.head(inp.run_id)
         existing = head.effect(inp.action_id)
         if existing is not None:
@@ -204,7 +209,7 @@ class ToolActivities(ActivityBase):
         if inp.scope_id is not None:
             used = new.scope(inp.scope_id)
             assert used is not None
-            path = str(arguments.get(PATH_ARGUMENT, ""))
+            path = ", ".join(tool.changed_paths(arguments)) or str(arguments.get(PATH_ARGUMENT, ""))
             self.audit(inp.run_id, ScopeUsed(scope_id=used.id, action_id=inp.action_id, tool=inp.tool, path=path,
                                              action_hash=inp.action_hash, uses_left=used.max_uses - used.uses),
                        actor=f"human:{used.granted_by}")
@@ -218,8 +223,9 @@ class ToolActivities(ActivityBase):
         version the gate checked; a moved head runs nothing (`stale`: back through the gate)."""
         run_id = inp.run_id
         name, arguments = self.tool_call(run_id, inp.call)
-        tool = self.registry.get(name)
-        arguments = self.registry.validate_arguments(name, arguments)
+        registry = self.tools_for(run_id)
+        tool = registry.get(name)
+        arguments = registry.validate_arguments(name, arguments)
         ctx = self.tool_context(run_id, inp.action_id, inp.now)
         effect_status = sandbox = None
         if tool.kind == "state":
@@ -305,7 +311,8 @@ class ToolActivities(ActivityBase):
             )
             self.audit(run_id, EffectIntent(action_id=inp.action_id, tool=tool.name, attempt=attempts))
         if (retry or effect.attempts > 1) and tool.reconcile is not None:
-            verdict = tool.reconcile(arguments, self.tool_context(run_id, inp.action_id, inp.now, before=effect.before))
+            verdict = self.reconcile_effect(run_id, tool, arguments,
+                                            self.tool_context(run_id, inp.action_id, inp.now, before=effect.before))
             if verdict.status == "confirmed":
                 self._settle(run_id, inp.action_id, tool.name, EffectStatus.confirmed, verdict.external_id, "reconciled: " + verdict.detail, "reconciled")
                 return f"already applied (reconciled, external id {verdict.external_id})", False, "confirmed", None
@@ -320,8 +327,13 @@ class ToolActivities(ActivityBase):
             return f"error: {exc}", True, "none", None
         status = EffectStatus.none if outcome.is_error else EffectStatus.confirmed
         external = outcome.external_id or (None if outcome.is_error else inp.action_id)
-        self._settle(run_id, inp.action_id, tool.name, status, external, outcome.text.splitlines()[0][:200] if outcome.text else "", "ran")
-        return outcome.text, outcome.is_error, status.value, outcome.sandbox
+        first = outcome.text.splitlines()[0][:200] if outcome.text else ""
+        text = outcome.text
+        if status is EffectStatus.confirmed:  # a git change set: one commit, before the settle
+            committed = self.commit_change(run_id, tool, arguments, inp.action_id, first)
+            text = f"{text}\n{committed}" if committed else text
+        self._settle(run_id, inp.action_id, tool.name, status, external, first, "ran")
+        return text, outcome.is_error, status.value, outcome.sandbox
 
     def _settle(
         self, run_id: str, action_id: str, tool_name: str, status: EffectStatus, external_id: str | None,
@@ -360,14 +372,16 @@ class ToolActivities(ActivityBase):
         unknown = state.unknown_effects()
         confirmed = none = 0
         undecidable: list[str] = []
+        registry = self.tools_for(run_id)
         for effect in unknown:
             found = self.tool_call_for_action(run_id, effect.action_id)
-            tool = self.registry.get(effect.tool) if effect.tool in self.registry.names() else None
+            tool = registry.get(effect.tool) if effect.tool in registry else None
             if found is None or tool is None or tool.reconcile is None:
                 undecidable.append(effect.action_id)
                 continue
             _, arguments = found
-            verdict = tool.reconcile(arguments, self.tool_context(run_id, effect.action_id, before=effect.before))
+            verdict = self.reconcile_effect(run_id, tool, arguments,
+                                            self.tool_context(run_id, effect.action_id, before=effect.before))
             if verdict.status == "undecidable":
                 undecidable.append(effect.action_id)
                 continue

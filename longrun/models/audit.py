@@ -205,6 +205,25 @@ class CompactionDone(_Event):
     error: str | None = None
 
 
+class ProviderContextManaged(_Event):
+    """The provider cleared tool uses or compacted the context of one model call (`context.mode`
+    provider / hybrid): what its answer reported, verbatim in `applied_edits`. The transcript is
+    unchanged (a compaction block or item is kept on the assistant message `transcript_seq`);
+    approvals and effects never come from what the provider compacted."""
+
+    kind: Literal["provider_context"] = "provider_context"
+    turn: int
+    model: str
+    mode: Literal["provider", "hybrid"]
+    transcript_seq: int
+    cleared_tool_uses: int = 0
+    cleared_input_tokens: int = 0
+    compacted: bool = False
+    compaction_readable: bool = True
+    summary_tokens: int | None = Field(default=None, description="longrun's summary kept beside an opaque compaction")
+    applied_edits: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class Steered(_Event):
     kind: Literal["steered"] = "steered"
     text: str
@@ -216,6 +235,55 @@ class RunControl(_Event):
     kind: Literal["run_control"] = "run_control"
     action: Literal["pause", "resume", "cancel", "continue_as_new"]
     by: str = "operator"
+
+
+class OperatorRequest(_Event):
+    """A person asked the run to pause, resume, cancel, compact or take an instruction from the
+    console, which checked their session and operator role first. Written by the console before it
+    sends the update (or instead of it, when refused), so the audit names who asked; the
+    workflow's own `run_control` / `steered` event follows when the run did it."""
+
+    kind: Literal["operator_request"] = "operator_request"
+    principal: str
+    action: Literal["pause", "resume", "cancel", "say", "compact_now"]
+    outcome: Literal["sent", "refused"]
+    reason: str = ""
+
+
+class McpToolsListed(_Event):
+    """The run's MCP servers were asked for their tools at its start. `listing_sha256` is the
+    artifact holding what they said (descriptions, schemas, annotations: untrusted text, kept out
+    of the audit); `skipped` says which tools (or servers) the run does not offer, and why."""
+
+    kind: Literal["mcp_tools_listed"] = "mcp_tools_listed"
+    listing_sha256: str
+    tools: list[str]
+    skipped: list[str] = Field(default_factory=list)
+
+
+class ChangeSetOpened(_Event):
+    """The run works on its own branch in a worktree of the workspace's git repository
+    (longrun.workspace): its edits become commits there, the user's checkout is not touched."""
+
+    kind: Literal["change_set_opened"] = "change_set_opened"
+    repo: str
+    branch: str
+    base: str
+    worktree: str
+    workspace: str
+
+
+class ChangeCommitted(_Event):
+    """A confirmed file effect became a commit of the run's branch (`how`: right after the tool
+    ran, or by reconcile after a crash between the write and the commit)."""
+
+    kind: Literal["change_committed"] = "change_committed"
+    action_id: str
+    tool: str
+    commit: str
+    branch: str
+    paths: list[str]
+    how: Literal["ran", "reconciled"] = "ran"
 
 
 class RunFinished(_Event):
@@ -273,7 +341,7 @@ class NotificationFailed(_Event):
 
 
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | Steered | RunControl | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
     Field(discriminator="kind"),
 ]
 

@@ -139,6 +139,19 @@ class LoadRunResult(_IO):
     webhooks: list[str] = Field(
         default_factory=list, description="names of the webhooks to notify: the spec's and the workers' defaults"
     )
+    mcp_listing_needed: bool = Field(
+        default=False, description="the spec names MCP servers whose tools this run has not listed yet"
+    )
+
+
+class McpListResult(_IO):
+    """What `list_mcp_tools` stored: the listing's artifact hash and counts (the tools' text stays in
+    Postgres)."""
+
+    listing_sha256: str
+    tools: int
+    skipped: int
+    state: StateBrief
 
 
 class ReconcileResult(_IO):

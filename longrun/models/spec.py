@@ -8,9 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlencode, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from longrun.models.mcp import McpServer
+from longrun.models.provider import ProviderContext
 from longrun.models.state import MAX_TEXT
 
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
@@ -18,11 +21,45 @@ WEBHOOK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 """A webhook's name: lower case, so that it maps to one `LONGRUN_WEBHOOK_<NAME>_URL` variable."""
 
 
+MODEL_KINDS = ("anthropic:", "openai:", "openai-compatible:", "bedrock:", "vertex:")
+"""The prefixes of model names a provider can be built for (see longrun.providers.models_table)."""
+
+
 def check_model_name(v: str) -> str:
-    """`scripted` or `anthropic:<model-id>`: the model names a provider can be built for."""
-    if v != "scripted" and not (v.startswith("anthropic:") and len(v) > len("anthropic:")):
-        raise ValueError(f"model must be 'scripted' or 'anthropic:<model-id>', got {v!r}")
+    """`scripted` or `<kind>:<model-id>` for a kind in MODEL_KINDS."""
+    if v != "scripted" and not any(v.startswith(k) and len(v) > len(k) and "?" not in v for k in MODEL_KINDS):
+        raise ValueError(
+            "model must be 'scripted' or 'anthropic:<model-id>' (or openai:, openai-compatible:, bedrock:, "
+            f"vertex:<model-id>), got {v!r}"
+        )
     return v
+
+
+def model_key(model: str, *, base_url: str | None = None, context_window: int | None = None) -> str:
+    """What a worker builds a provider for: the model name, plus, for `openai-compatible:`, the
+    run's server and window (a plain name when neither is given). Never a key: keys are the
+    workers' environment's."""
+    if not model.startswith("openai-compatible:") or (base_url is None and context_window is None):
+        return model
+    params = {k: v for k, v in (("base_url", base_url), ("window", context_window)) if v is not None}
+    return f"{model}?{urlencode(params)}"
+
+
+def check_base_url(v: str | None) -> str | None:
+    """An http(s) URL without credentials in it: the spec is stored and shown, keys are not."""
+    if v is None:
+        return v
+    parts = urlsplit(v)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"base_url must be an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1; got {v!r}")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValueError("base_url must not hold a user, password, query or fragment: put the server's key in the "
+                         "workers' LONGRUN_OPENAI_API_KEY, never in the run's spec")
+    return v.rstrip("/")
+
+
+PROVIDER_COMPACTION_MIN = 50_000
+"""The least trigger Anthropic's server compaction accepts, in input tokens."""
 
 
 class ContextPolicy(BaseModel):
@@ -65,11 +102,45 @@ class ContextPolicy(BaseModel):
         "`scripted` for the extractive summary; default: the run's model. A failing or rejected model summary "
         "falls back to the extractive one",
     )
+    mode: Literal["client", "provider", "hybrid"] = Field(
+        default="client",
+        description="who manages context pressure (`--context-mode`; docs/CONTEXT.md, Modes): `client`, longrun's "
+        "pipeline alone; `provider`, the provider's own (Anthropic's clear_tool_uses and optional server compaction, "
+        "OpenAI's compaction) with longrun compacting only over the hard limit or after an overflow; `hybrid`, both. "
+        "Other providers have none: there `provider` and `hybrid` behave as `client`",
+    )
+    provider_compaction: bool = Field(
+        default=False,
+        description="Anthropic, provider/hybrid mode: also server compaction (`compact_20260112`, its beta), at "
+        "`provider_compaction_trigger`",
+    )
+    provider_compaction_trigger: int | None = Field(
+        default=None, ge=1_000,
+        description="input tokens over which Anthropic compacts; default: the trigger, at least 50k. The Claude API "
+        "refuses less than 50,000 (PROVIDER_COMPACTION_MIN); lower values are for servers that accept them",
+    )
+    compaction_instructions: ShortText | None = Field(
+        default=None, description="Anthropic server compaction: instructions for its summary, replacing the API's own"
+    )
 
     @field_validator("summary_model")
     @classmethod
     def _known_summary_model(cls, v: str | None) -> str | None:
         return None if v is None else check_model_name(v)
+
+    def provider_context(self, window: int) -> ProviderContext | None:
+        """What to ask the provider to manage, in `provider` or `hybrid` mode (None in `client`):
+        the policy's own trigger, keep, clear_at_least, exclude_tools and clear_tool_inputs."""
+        if self.mode == "client":
+            return None
+        trigger = self.effective_trigger(window)
+        return ProviderContext(
+            mode=self.mode, trigger=trigger, keep=self.keep, clear_at_least=self.clear_at_least,
+            exclude_tools=tuple(self.exclude_tools), clear_tool_inputs=self.clear_tool_inputs,
+            compaction=self.provider_compaction,
+            compaction_trigger=self.provider_compaction_trigger or max(PROVIDER_COMPACTION_MIN, trigger),
+            instructions=self.compaction_instructions,
+        )
 
     def limit(self, window: int) -> int:
         """The hard ceiling for one request: never sent over `window - reserve_output - headroom`
@@ -111,7 +182,21 @@ class RunSpec(BaseModel):
     allowed_commands: list[list[str]] = Field(
         default_factory=list, description="argv lists `run_command` may execute, matched exactly, never through a shell"
     )
-    model: str = Field(default="scripted", description="`scripted` (offline stand-in) or `anthropic:<model-id>`")
+    model: str = Field(
+        default="scripted",
+        description="`scripted` (offline stand-in), `anthropic:<id>`, `openai:<id>` (Responses API), "
+        "`openai-compatible:<id>` (a Chat Completions server at `base_url`), `bedrock:<id>` or `vertex:<id>`",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="`openai-compatible:` only: the server's OpenAI base URL (`--base-url`); default: the workers' "
+        "LONGRUN_OPENAI_BASE_URL. Its key, if any, is the workers' LONGRUN_OPENAI_API_KEY, never in the spec",
+    )
+    context_window: int | None = Field(
+        default=None, ge=1_024,
+        description="`openai-compatible:` only: the server's context window in tokens (`--context-window`); "
+        "default 32,768 (longrun.providers.models_table.COMPATIBLE_DEFAULT_WINDOW)",
+    )
     context: ContextPolicy = Field(default_factory=ContextPolicy)
     caps: RunCaps = Field(default_factory=RunCaps)
     approval_ttl_seconds: int = Field(default=1800, ge=1, description="default lifetime of an approval")
@@ -132,6 +217,11 @@ class RunSpec(BaseModel):
     )
     continue_as_new_every: int = Field(default=50, ge=2, description="turns between continue-as-new, at most")
     read_only: bool = Field(default=False, description="a subagent: read-only tools, no approvals, no `task`")
+    in_place: bool = Field(
+        default=False,
+        description="edit the workspace folder itself even when it is in a git repository (`--in-place`); default: "
+        "a git workspace gets a branch `longrun/<run_id>` in a worktree under $LONGRUN_HOME, one commit per edit",
+    )
     subagent_width: int = Field(default=4, ge=1, le=16, description="subagents running at once, at most")
     subagent_caps: RunCaps = Field(default_factory=_subagent_caps, description="caps of each subagent run")
     subagent_model: str | None = Field(default=None, description="model of subagents; default: the run's model")
@@ -139,6 +229,12 @@ class RunSpec(BaseModel):
         default_factory=list, max_length=10,
         description="names of the webhooks told about approvals, questions and the end of the run; each one's URL and "
         "secret are in the workers' environment (LONGRUN_WEBHOOK_<NAME>_URL / _SECRET), never in the spec",
+    )
+    mcp_servers: list[McpServer] = Field(
+        default_factory=list, max_length=20,
+        description="MCP tool servers (`--mcp`): their tools are listed at run start and offered as mcp__NAME__TOOL; "
+        "each is an effect needing approval unless the server's `read_only_tools` names it. Secrets: names of the "
+        "workers' environment variables only",
     )
 
     @field_validator("workspace")
@@ -152,6 +248,15 @@ class RunSpec(BaseModel):
     @classmethod
     def _known_model_kind(cls, v: str) -> str:
         return check_model_name(v)
+
+    @field_validator("base_url")
+    @classmethod
+    def _plain_base_url(cls, v: str | None) -> str | None:
+        return check_base_url(v)
+
+    def provider_key(self, model: str | None = None) -> str:
+        """The model key of `model` (default: the run's) with this run's server and window."""
+        return model_key(model or self.model, base_url=self.base_url, context_window=self.context_window)
 
     @field_validator("allowed_commands")
     @classmethod
@@ -172,6 +277,14 @@ class RunSpec(BaseModel):
                     "the workers' LONGRUN_WEBHOOK_<NAME>_URL variable"
                 )
         return list(dict.fromkeys(names))
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_mcp_names(cls, v: list[McpServer]) -> list[McpServer]:
+        names = [s.name for s in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"MCP server names must be unique, got {names}")
+        return v
 
     @model_validator(mode="after")
     def _approvers_named(self) -> RunSpec:

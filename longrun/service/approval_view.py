@@ -7,8 +7,9 @@ with that hash names the call (`run/t<turn>/c<index>`), and the assistant messag
 the transcript holds the call's arguments exactly as the gate hashed them. The view recomputes the
 hash from them, so what it shows is provably what an approval would bind.
 
-For file edits (`write_file`, `apply_patch`) the view adds a unified diff against the file as it
-is now on this machine, and for every file that runs code (`conftest.py`, a Makefile, a git
+For file edits (`write_file`, `apply_patch` in each of its shapes) the view adds a unified diff
+against the files as they are now on this machine (in the run's worktree when it has a git change
+set), for `move_path` git's rename header, for `delete_path` the text removed, and for every file that runs code (`conftest.py`, a Makefile, a git
 hook, ...) the reason. The CLI prints it; the web console will render the same structure.
 """
 
@@ -20,23 +21,28 @@ from pathlib import Path
 from typing import Any, Literal
 
 from longrun.errors import ApprovalNotFound, LongrunError, ToolError
+from longrun.mcp.registry import mcp_for_approver
 from longrun.models.audit import (
     ApprovalExpired,
     ApprovalGranted,
     ApprovalRejected,
     ApprovalRequested,
+    ChangeSetOpened,
     GateVerdict,
     RunFinished,
 )
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash, canonical_json
 from longrun.store import AuditRecord, Store
+from longrun.tools import patch
 from longrun.tools.autorun import runs_code_warnings
+from longrun.tools.base import ToolContext
 from longrun.tools.files import MAX_PATCH_FILE_BYTES
 from longrun.tools.paths import confine
 
 Decision = Literal["pending", "granted", "rejected", "expired", "unanswered"]
-DIFF_TOOLS = ("write_file", "apply_patch")
+DIFF_TOOLS = ("write_file", "apply_patch", "move_path", "delete_path", "make_dir")
+MAX_LISTED_FILES = 20
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,9 @@ class ApprovalView:
     diff: str | None = None
     diff_note: str | None = None
     runs_code: list[tuple[str, str]] = field(default_factory=list)
+    mcp: dict[str, Any] | None = None
+    """For an MCP tool: its server, the server's own annotations (hints, never trusted) and its
+    description (the server's text), from the run's listing."""
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -122,10 +131,11 @@ def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def unified_diff(before: str, after: str, path: str, *, new_file: bool = False) -> str:
+def unified_diff(before: str, after: str, path: str, *, new_file: bool = False, deleted: bool = False) -> str:
     """A unified diff (`git diff` style headers), with git's marker for a missing final newline."""
     out = []
-    for line in difflib.unified_diff(_lines(before), _lines(after), "/dev/null" if new_file else f"a/{path}", f"b/{path}"):
+    for line in difflib.unified_diff(_lines(before), _lines(after), "/dev/null" if new_file else f"a/{path}",
+                                     "/dev/null" if deleted else f"b/{path}"):
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
@@ -148,9 +158,63 @@ def _read_current(workspace: Path, path: str) -> tuple[str | None, str | None]:
     return target.read_bytes().decode("utf-8", errors="replace"), None
 
 
-def _diff(tool: str, arguments: dict[str, Any], workspace: Path) -> tuple[str | None, str | None]:
+def _patch_diff(arguments: dict[str, Any], workspace: Path, allow: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """Every shape of apply_patch (one replacement, several edits, a unified diff), computed the
+    way the tool will apply it, against the files as they are now."""
+    try:
+        changes = patch.plan(arguments, ToolContext(run_id="", workspace=workspace, allow_autorun_paths=allow))
+    except ToolError as exc:
+        return None, f"no diff: {exc} (the gate will refuse it)"
+    out = [unified_diff(c.before or "", c.after or "", c.path, new_file=c.before is None, deleted=c.after is None)
+           for c in changes]
+    return "".join(out), None if len(changes) == 1 else f"{len(changes)} files"
+
+
+def _tree_listing(target: Path) -> list[str]:
+    files = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+    shown = files[:MAX_LISTED_FILES]
+    return shown + ([f"... and {len(files) - len(shown)} more"] if len(files) > len(shown) else [])
+
+
+def _fs_diff(tool: str, arguments: dict[str, Any], workspace: Path) -> tuple[str | None, str | None]:
+    """move_path as git shows a rename, delete_path as the removal of the file's text (a directory:
+    the files it holds), make_dir as a note."""
+    path = str(arguments.get("path", ""))
+    try:
+        target = confine(workspace, path)
+    except ToolError as exc:
+        return None, f"no diff: {exc} (the gate will refuse this call)"
+    if tool == "make_dir":
+        return None, f"creates the empty directory {path}"
+    if not target.exists():
+        return None, f"no diff: {path} does not exist (the tool will refuse it)"
+    if tool == "move_path":
+        to = str(arguments.get("to", ""))
+        lines = [f"diff --git a/{path} b/{to}", f"rename from {path}", f"rename to {to}"]
+        if target.is_dir():
+            lines += [f"  (a directory: {', '.join(_tree_listing(target))})"]
+        return "\n".join(lines) + "\n", None
+    if target.is_dir():
+        return None, f"deletes the directory {path} and everything in it: {', '.join(_tree_listing(target)) or 'empty'}"
+    current, note = _read_current(workspace, path)
+    if note or current is None:
+        return None, note
+    return unified_diff(current, "", path, deleted=True), None
+
+
+def _diff(tool: str, arguments: dict[str, Any], workspace: Path,
+          allow: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
     path = arguments.get("path")
-    if tool not in DIFF_TOOLS or not isinstance(path, str):
+    if tool not in DIFF_TOOLS:
+        return None, None
+    if not workspace.is_dir():
+        return None, (f"the workspace {workspace} is not on this machine, so there is no diff here: "
+                      "the arguments above are the whole change")
+    if tool == "apply_patch":
+        return _patch_diff(arguments, workspace, allow)
+    if tool != "write_file":
+        return _fs_diff(tool, arguments, workspace)
+    if not isinstance(path, str):
         return None, None
     current, note = _read_current(workspace, path)
     if note:
@@ -164,15 +228,7 @@ def _diff(tool: str, arguments: dict[str, Any], workspace: Path) -> tuple[str | 
         if current == content:
             return "", f"{path} already holds exactly this content"
         return unified_diff(current, content, path), None
-    old, new = arguments.get("old"), arguments.get("new")
-    if current is None:
-        return None, f"no diff: {path} does not exist (apply_patch edits existing files; the gate will refuse it)"
-    if not isinstance(old, str) or not isinstance(new, str):
-        return None, "no diff: the call lacks its old or new text"
-    n = current.count(old) if old else 0
-    if n != 1:
-        return None, f"no diff: the text to replace occurs {n} times in {path} now (exactly 1 needed; the gate will refuse it)"
-    return unified_diff(current, current.replace(old, new, 1), path), None
+    raise AssertionError(tool)
 
 
 def approval_view(store: Store, run_id: str, approval_id: str | None = None) -> ApprovalView:
@@ -190,8 +246,10 @@ def approval_view(store: Store, run_id: str, approval_id: str | None = None) -> 
         raise ApprovalNotFound(f"no gate verdict for the action of {request.approval_id}; the audit log is incomplete")
     tool, arguments = _call(store, run_id, action_id)
     matches = tool == request.tool and action_hash(tool, arguments, request.state_version) == request.action_hash
+    opened = [r.event for r in records if isinstance(r.event, ChangeSetOpened)]
+    workspace = Path(opened[-1].workspace if opened else spec.workspace)  # a change set: the run's worktree
     try:
-        diff, note = _diff(tool, arguments, Path(spec.workspace))
+        diff, note = _diff(tool, arguments, workspace, tuple(spec.allow_autorun_paths))
     except (OSError, LongrunError) as exc:
         diff, note = None, f"no diff: {exc}"
     return ApprovalView(
@@ -199,6 +257,7 @@ def approval_view(store: Store, run_id: str, approval_id: str | None = None) -> 
         canonical=canonical_json(arguments), action_hash=request.action_hash, state_version=request.state_version,
         action_id=action_id, decision=_decision(records, at, request.approval_id), hash_matches=matches,
         diff=diff, diff_note=note, runs_code=runs_code_warnings(arguments),
+        mcp=mcp_for_approver(store, run_id, tool),
     )
 
 
@@ -226,6 +285,12 @@ def render_view(view: ApprovalView, approvers: list[str]) -> list[str]:
             lines.append(f"  ({view.diff_note})")
         if view.diff:
             lines += view.diff.rstrip("\n").split("\n")
+    if view.mcp is not None:
+        lines += ["", f"MCP tool {view.mcp['tool']!r} of server {view.mcp['server']!r}: an effect, because the run spec "
+                  "does not declare it read-only",
+                  f"  the server's annotations (hints only, never trusted): {view.mcp['hints']}",
+                  "  the server's description (its own text, not a fact):"]
+        lines += [f"  | {line}" for line in str(view.mcp["description"]).split("\n")]
     if view.decision == "pending":
         lines += ["", f"approve: longrun approve {view.run_id} {view.approval_id} --as {who}",
                   f'reject:  longrun reject {view.run_id} {view.approval_id} --as {who} --reason "..."']

@@ -8,12 +8,14 @@
     longrun grant|revoke-grant RUN  a signed standing approval for many edits, and its end
     longrun approvers add|list|revoke   principals and their Ed25519 keys
     longrun show RUN [APPROVAL]     the whole of an approval request: arguments, diff, action hash
+    longrun diff RUN [--stat]       a run's change set (its git branch): the patch, or its commits
     longrun pause|resume|cancel RUN, longrun say RUN TEXT
     longrun compact-now RUN         compact the run's context after the current turn
     longrun audit RUN [--verify]    the full timeline from PostgreSQL, hash chains checked
     longrun usage RUN               tokens per model request
     longrun runs                    list runs
     longrun compact TRANSCRIPT      offline compaction of a transcript
+    longrun serve                   the web console and JSON API (127.0.0.1:8780)
     longrun demo                    the whole thing on a sample project, in under two minutes
 
 Exit codes: 0 ok; 1 the operation failed; 2 the command line is wrong (nothing was changed).

@@ -31,7 +31,8 @@ ACTIVITY_THREADS = 32
 
 
 class ProviderCache:
-    """One provider object per model name, built from settings on first use."""
+    """One provider object per model key (a model name, or one with its server and window),
+    built from settings on first use: the keys stay in this process, never in a spec."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -39,8 +40,11 @@ class ProviderCache:
 
     def __call__(self, model: str) -> Provider:
         if model not in self._cache:
+            s = self.settings
             self._cache[model] = get_provider(
-                model, api_key=self.settings.anthropic_api_key, base_url=self.settings.anthropic_base_url
+                model, api_key=s.anthropic_api_key, base_url=s.anthropic_base_url,
+                openai_api_key=s.openai_api_key, openai_base_url=s.openai_base_url,
+                compatible_api_key=s.compatible_api_key, compatible_base_url=s.compatible_base_url,
             )
         return self._cache[model]
 
@@ -73,6 +77,7 @@ def build_worker(
         heartbeat_every=heartbeat_every,
         sandbox=worker_sandbox(settings),
         webhooks=WebhookDirectory.from_env(defaults=settings.webhooks),
+        worktrees=settings.home / "worktrees",
     )
     activities = AgentActivities(deps)
     return Worker(

@@ -1,8 +1,8 @@
 """The `longrun` subcommands, one module per group. Each module has `register(subparsers)`,
 which adds its parsers with `func` set to a handler `(args) -> int` (sync or async)."""
 
-from longrun.service.commands import approvers, audit, control, dev, runs, show
+from longrun.service.commands import approvers, audit, control, dev, diff, runs, serve, show
 
-GROUPS = (dev, runs, control, approvers, show, audit)
+GROUPS = (dev, runs, control, approvers, show, diff, audit, serve)
 
-__all__ = ["GROUPS", "approvers", "audit", "control", "dev", "runs", "show"]
+__all__ = ["GROUPS", "approvers", "audit", "control", "dev", "diff", "runs", "serve", "show"]

@@ -20,16 +20,21 @@ from longrun.models.audit import (
     ApprovalRefused,
     ApprovalRejected,
     ApprovalRequested,
+    ChangeCommitted,
+    ChangeSetOpened,
     CompactionDone,
     CompactionStarted,
     EffectIntent,
     EffectSettled,
     ErrorRecorded,
     GateVerdict,
+    McpToolsListed,
     ModelCalled,
     NotificationAttempt,
     NotificationDelivered,
     NotificationFailed,
+    OperatorRequest,
+    ProviderContextManaged,
     RunControl,
     RunFinished,
     RunStarted,
@@ -115,6 +120,17 @@ def describe_message(m: Message) -> str:
     return "; ".join(parts)
 
 
+def describe_provider_context(e: ProviderContextManaged) -> str:
+    """What the provider did to one call's context (`context.mode` provider / hybrid)."""
+    did = []
+    if e.cleared_tool_uses:
+        did.append(f"cleared {e.cleared_tool_uses} tool result(s), {e.cleared_input_tokens} tokens")
+    if e.compacted:
+        did.append("compacted" + ("" if e.compaction_readable else
+                                  f" (opaque; longrun's summary beside it, {e.summary_tokens or 0} tokens)"))
+    return f"turn {e.turn} ({e.mode} mode, {e.model}): " + ("; ".join(did) or "reported no change")
+
+
 def describe_event(rec: AuditRecord) -> str:
     e = rec.event
     if isinstance(e, RunStarted):
@@ -160,10 +176,21 @@ def describe_event(rec: AuditRecord) -> str:
     if isinstance(e, CompactionDone):
         where = f"projection v{e.projection_version}: " if e.projection_version is not None else ""
         return where + describe_compaction(e.report, e.error)
+    if isinstance(e, ProviderContextManaged):
+        return describe_provider_context(e)
     if isinstance(e, Steered):
         return f"{'constraint' if e.as_constraint else 'instruction'}: {_clip(e.text, 100)}"
     if isinstance(e, RunControl):
         return f"{e.action} by {e.by}"
+    if isinstance(e, OperatorRequest):
+        return f"{e.action} asked by {e.principal} in the console: {e.outcome}{': ' + e.reason if e.reason else ''}"
+    if isinstance(e, ChangeSetOpened):
+        return f"branch {e.branch} from {e.base[:12]} in the worktree {e.worktree}"
+    if isinstance(e, ChangeCommitted):
+        return f"{e.action_id} {e.tool} committed {e.commit[:12]} on {e.branch} ({e.how}): {_clip(', '.join(e.paths), 80)}"
+    if isinstance(e, McpToolsListed):
+        skipped = f"; skipped: {_clip('; '.join(e.skipped), 120)}" if e.skipped else ""
+        return f"{len(e.tools)} MCP tool(s) listed (listing {e.listing_sha256[:12]}): {_clip(', '.join(e.tools), 100)}{skipped}"
     if isinstance(e, RunFinished):
         return f"{e.status}: {e.reason}"
     if isinstance(e, ErrorRecorded):

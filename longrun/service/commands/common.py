@@ -105,7 +105,7 @@ def context_limits(spec: RunSpec) -> tuple[int, int]:
     # commands that never need a model window should not pay for
     from longrun.providers.models_table import model_info
 
-    window = model_info(spec.model).window
+    window = model_info(spec.provider_key()).window
     return spec.context.limit(window), spec.context.effective_trigger(window)
 
 

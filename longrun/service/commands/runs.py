@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from longrun.errors import StoreError
+from longrun.mcp import cli as mcp_cli
 from longrun.models.audit import ModelCalled, ToolRan
 from longrun.models.run import RunStatus, RunStatusView
 from longrun.models.spec import ContextPolicy, RunSpec
@@ -23,6 +24,7 @@ from longrun.service.commands.common import (
     EXIT_FAIL,
     EXIT_OK,
     SCRIPTED_NOTE,
+    CliError,
     add_json,
     context_limits,
     model_label,
@@ -38,6 +40,7 @@ from longrun.store import Store
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.sandbox import SANDBOX_MODES
 from longrun.webhooks.config import url_variable
+from longrun.workspace.changeset import dirty_files, is_git_workspace
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -56,15 +59,30 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     st.add_argument("--allow-command", action="append", default=[], metavar='"CMD ARGS"',
                     help="an exact argv run_command may execute, split like a shell would, never run through one "
                     "(repeatable)")
-    st.add_argument("--model", help="`scripted` (a deterministic offline stand-in for a model, not an LLM) or "
-                    "`anthropic:MODEL` (e.g. anthropic:claude-sonnet-4-6; the workers need ANTHROPIC_API_KEY). "
+    st.add_argument("--model", help="`scripted` (a deterministic offline stand-in for a model, not an LLM), "
+                    "`anthropic:MODEL` (e.g. anthropic:claude-sonnet-4-6; the workers need ANTHROPIC_API_KEY), "
+                    "`openai:MODEL` (Responses API; the workers need OPENAI_API_KEY), `openai-compatible:MODEL` (a "
+                    "Chat Completions server: vLLM, Ollama, llama.cpp, a LiteLLM proxy, OpenRouter; see --base-url), "
+                    "`bedrock:MODEL-ID` or `vertex:MODEL-ID` (Claude on AWS / Google Cloud). "
                     "Default: $LONGRUN_MODEL, else Claude when ANTHROPIC_API_KEY is set, else scripted")
+    st.add_argument("--base-url", metavar="URL",
+                    help="openai-compatible only: the server's OpenAI base URL, e.g. http://127.0.0.1:11434/v1 "
+                    "(kept in the run's spec; default: the workers' LONGRUN_OPENAI_BASE_URL). Its key, if it needs "
+                    "one, is the workers' LONGRUN_OPENAI_API_KEY")
+    st.add_argument("--context-window", type=int, metavar="TOKENS",
+                    help="openai-compatible only: the window the server was started with (default 32768)")
     st.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens one model request may take")
     st.add_argument("--trigger", type=int, metavar="TOKENS",
                     help="compact when a request exceeds this many tokens (default: min(100k, 75%% of the budget))")
     st.add_argument("--summary-model", metavar="MODEL",
                     help="model of the context's summaries, e.g. a cheaper anthropic:claude-haiku-4-5, or `scripted` "
                     "for the extractive summary (default: the run's model)")
+    st.add_argument("--context-mode", choices=("client", "provider", "hybrid"),
+                    help="who manages context pressure: client (longrun's pipeline, the default), provider (Anthropic's "
+                    "tool-result clearing, OpenAI's compaction; longrun compacts only over the hard limit or after an "
+                    "overflow) or hybrid (both); see docs/CONTEXT.md, Modes")
+    st.add_argument("--provider-compaction", action="store_true",
+                    help="with --context-mode provider or hybrid on Claude: also Anthropic's server compaction")
     st.add_argument("--approval-ttl", metavar="DURATION", help="how long an approval request waits (default 30m)")
     st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
     st.add_argument("--sandbox", choices=SANDBOX_MODES,
@@ -74,6 +92,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     st.add_argument("--webhook", action="append", default=[], metavar="NAME",
                     help="a webhook told about approvals, questions and the end of the run (repeatable); the workers "
                     "read its URL and secret from LONGRUN_WEBHOOK_<NAME>_URL and _SECRET (docs/NOTIFICATIONS.md)")
+    st.add_argument("--in-place", action="store_true",
+                    help="edit the workspace folder itself even when it is in a git repository (default: the run gets "
+                    "a branch longrun/RUN in a worktree under $LONGRUN_HOME, one commit per edit; `longrun diff RUN`)")
+    mcp_cli.add_arguments(st)
     st.add_argument("--task-queue", help="task queue of the workers (default $LONGRUN_TASK_QUEUE, else 'longrun')")
     st.add_argument("--run-id", help=argparse.SUPPRESS)
     st.add_argument("--wait", action="store_true",
@@ -132,7 +154,21 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
         context["trigger"] = args.trigger
     if args.summary_model is not None:
         context["summary_model"] = args.summary_model
+    if args.context_mode is not None:
+        context["mode"] = args.context_mode
+    if args.provider_compaction:
+        if args.context_mode not in ("provider", "hybrid"):
+            raise usage_error("--provider-compaction needs --context-mode provider or hybrid")
+        context["provider_compaction"] = True
     extra: dict[str, Any] = {}
+    model = args.model or settings().default_model
+    if (args.base_url is not None or args.context_window is not None) and not model.startswith("openai-compatible:"):
+        raise usage_error(f"--base-url and --context-window are for openai-compatible:MODEL runs, not {model!r} "
+                          "(nothing was started)")
+    if args.base_url is not None:
+        extra["base_url"] = args.base_url
+    if args.context_window is not None:
+        extra["context_window"] = args.context_window
     if args.approval_ttl:
         try:
             extra["approval_ttl_seconds"] = render.parse_duration(args.approval_ttl)
@@ -146,15 +182,36 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
         extra["allow_network"] = True
     if args.webhook:
         extra["webhooks"] = args.webhook
+    if args.in_place:
+        extra["in_place"] = True
+    else:
+        refuse_dirty_workspace(workspace)
+    try:
+        extra["mcp_servers"] = mcp_cli.servers(args)
+    except ValueError as exc:
+        raise usage_error(f"{exc} (nothing was started)") from exc
     try:
         return RunSpec(
             objective=args.objective, constraints=args.constraint, workspace=str(workspace.resolve()),
             approvers=args.approver or [getpass.getuser()], allowed_commands=commands,
-            model=args.model or settings().default_model, context=ContextPolicy(**context), **extra,
+            model=model, context=ContextPolicy(**context), **extra,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors())
         raise usage_error(f"invalid run: {problems}") from exc
+
+
+def refuse_dirty_workspace(workspace: Path) -> None:
+    """A git workspace with uncommitted changes is refused before anything is started (the
+    worker's `open_change_set` refuses it too, audited, should it get dirty meanwhile)."""
+    if not is_git_workspace(workspace):
+        return
+    dirty = dirty_files(workspace, exclude=[settings().home])
+    if dirty:
+        listed = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
+        raise CliError(f"the workspace {workspace} is a git repository with uncommitted changes ({listed}); a run "
+                       "works on a branch from HEAD, without them. Commit or stash them, or pass --in-place to edit "
+                       "the folder itself (nothing was started)")
 
 
 async def cmd_start(args: argparse.Namespace) -> int:
@@ -179,9 +236,17 @@ async def cmd_start(args: argparse.Namespace) -> int:
                   f"{', '.join(spec.approvers)}", file=sys.stderr)
             if spec.model.startswith("anthropic:") and not cfg.anthropic_api_key:
                 print("note: ANTHROPIC_API_KEY is not set here; the workers need it", file=sys.stderr)
+            if spec.model.startswith("openai:") and not cfg.openai_api_key:
+                print("note: OPENAI_API_KEY is not set here; the workers need it", file=sys.stderr)
+            if spec.model.startswith("openai-compatible:"):
+                url = spec.base_url or f"the workers' LONGRUN_OPENAI_BASE_URL ({cfg.compatible_base_url or 'unset here'})"
+                window = f"{spec.context_window:,}" if spec.context_window else "32,768 (the default: --context-window)"
+                print(f"note: server {url}; window {window} tokens", file=sys.stderr)
             for name in (n for n in spec.webhooks if not os.environ.get(url_variable(n))):
                 print(f"note: {url_variable(name)} is not set here; the workers need it to notify webhook {name}",
                       file=sys.stderr)
+            for var in (v for v in mcp_cli.secret_variables(spec.mcp_servers) if not os.environ.get(v)):
+                print(f"note: {var} is not set here; the workers need it for an MCP server", file=sys.stderr)
             print(f"follow it: longrun watch {run_id}", file=sys.stderr)
         if not args.wait:
             return EXIT_OK
@@ -239,6 +304,9 @@ def status_lines(
                    f"{view.model_calls} model calls, {view.tool_calls} tool calls"),
         ("context", render.meter(last_tokens or 0, limit, trigger, label="") + ("  (last request)" if last_tokens else "")),
         ("last compaction", describe_compaction(view.last_compaction) if view.last_compaction else "none"),
+        ("context mode", None if spec.context.mode == "client" else (
+            f"{spec.context.mode}{' + Anthropic server compaction' if spec.context.provider_compaction else ''}; what "
+            "the provider cleared or compacted: the audit's provider_context events")),
         ("sandbox", describe_sandbox(spec, sandbox_used) if spec.allowed_commands else None),
         ("reason", view.reason or None),
         ("children", ", ".join(view.children) or None),
