@@ -45,8 +45,8 @@ def page(request: Request, template: str, p: Principal | None, **context: Any) -
 
 
 @router.get("/login")
-async def login_page(request: Request, next: str | None = None, error: str | None = None) -> HTMLResponse:
-    return page(request, "login.html", None, next=_safe_next(next), error=error)
+async def login_page(request: Request, next: str | None = None) -> HTMLResponse:
+    return page(request, "login.html", None, next=_safe_next(next))
 
 
 @router.post("/login")
@@ -118,13 +118,18 @@ async def runs(request: Request, p: Me, status: str | None = None) -> Response:
     return page(request, "runs.html", p, runs=rows, status=status or "")
 
 
-def _run_page(c: Console, run_id: str, p: Principal) -> dict[str, Any]:
+def _run_page(c: Console, run_id: str, p: Principal, partial: str | None = None) -> dict[str, Any]:
+    """What the run page shows; for a fragment (`partial`, which the script asks for as events
+    arrive) only what that fragment needs, not the timeline and the chart."""
     store = c.store
     try:
         detail = views.run_detail(c, run_id, p)
     except RunNotFoundError as exc:
         raise NotFound(f"no run {run_id!r}: the runs page lists them") from exc
-    card = _card(store, detail["pending_approval"]) if detail["pending_approval"] else None
+    card = _card(store, detail["pending_approval"]) if detail["pending_approval"] and partial in (None, "approval") \
+        else None
+    if partial is not None:
+        return {"run": detail, "card": card}
     total = detail["audit_events"]
     start = max(0, total - TIMELINE_SHOWN)
     timeline = views.timeline(store, run_id, after=start, limit=TIMELINE_SHOWN)
@@ -134,7 +139,9 @@ def _run_page(c: Console, run_id: str, p: Principal) -> dict[str, Any]:
 
 @router.get("/runs/{run_id}")
 async def run_page(run_id: str, request: Request, p: Me, partial: str | None = Query(default=None)) -> Response:
-    data = await asyncio.to_thread(_run_page, console_of(request), run_id, p)
+    if partial not in (None, "status", "approval", "state"):
+        raise NotFound(f"no fragment {partial!r} of the run page (status, approval, state)")
+    data = await asyncio.to_thread(_run_page, console_of(request), run_id, p, partial)
     if partial == "status":
         return page(request, "_run_status.html", p, **data)
     if partial == "approval":
