@@ -104,6 +104,8 @@ def test_nothing_without_a_session_and_viewers_only_read(cli: Cli, console: Cons
     r = forged.post(f"/api/runs/{run_id}/approvals/{approval_id}/approve", json={},
                     headers={"Origin": "https://evil.example"})
     assert r.status_code == 403 and "evil.example" in r.json()["error"]
+    sandboxed = forged.post(f"/api/runs/{run_id}/approvals/{approval_id}/approve", json={}, headers={"Origin": "null"})
+    assert sandboxed.status_code == 403  # what a sandboxed frame or a local file sends
     assert pending(cli, run_id)["approval_id"] == approval_id
     assert cli("cancel", run_id).returncode == 0
 

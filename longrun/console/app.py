@@ -6,7 +6,7 @@ own (`RunNotFoundError`, `StackNotRunning`, ...) is mapped to 404 / 503 / 409. P
 except that a missing session redirects to the sign-in page.
 
 Every response carries a strict Content-Security-Policy (scripts and styles from this origin
-only, no framing), `nosniff` and `no-referrer`.
+only, no framing), `nosniff`, and a referrer only to the console itself.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                                "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # not "no-referrer": with it a form post says `Origin: null`
     "X-Frame-Options": "DENY",
 }
 

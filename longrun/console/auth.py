@@ -164,8 +164,12 @@ def check_csrf(request: Request, principal: Principal, form_value: str | None = 
 
 
 def check_origin(request: Request) -> None:
+    """Raises:
+    Forbidden: the request names an origin other than this console's (`null` included: what a
+        sandboxed frame or a local file sends). Programs that send no Origin are judged by the
+        CSRF token alone."""
     origin = request.headers.get("origin")
-    if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host", ""):
+    if origin and origin.split("://", 1)[-1] != request.headers.get("host", ""):
         raise Forbidden(f"a request from {origin} may not change anything here")
 
 
