@@ -14,10 +14,8 @@ are unbounded; a subscriber that goes away is removed, and a feed with no subscr
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from longrun.store import AuditRecord, Store
 
@@ -51,10 +49,6 @@ class Feeds:
             while len(feed.rendered) > 2 * PAGE:
                 del feed.rendered[next(iter(feed.rendered))]
         return text
-
-    def watchers(self, run_id: str) -> int:
-        feed = self._feeds.get(run_id)
-        return len(feed.queues) if feed else 0
 
     async def _poll(self, feed: _Feed) -> None:
         while feed.queues:
@@ -134,10 +128,4 @@ class Feeds:
         return out, False
 
 
-def gap_free(items: list[dict[str, Any]]) -> bool:
-    """Whether a list of fed items is numbered without a gap (the load benchmark's check)."""
-    seqs = [int(i["seq"]) for i in items]
-    return all(b == a + 1 for a, b in itertools.pairwise(seqs))
-
-
-__all__ = ["Feeds", "gap_free"]
+__all__ = ["Feeds"]

@@ -1,14 +1,14 @@
 """What the console shows, as plain data: the same dicts feed the JSON API and the templates.
 
 Everything is read from PostgreSQL (the run row, the head state, the audit log), as `longrun
-status` does when Temporal no longer has a run, so a page shows the record and not a cache. A
-run's status counts as `waiting_approval` while the audit holds an unanswered request.
+status` does when Temporal no longer has a run, so a page shows the record (the audit log through
+`cache.AuditCache`, which only ever appends the rows written since). A run's status counts as
+`waiting_approval` while the audit holds an unanswered request.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from longrun.models.audit import (
@@ -31,7 +31,7 @@ from longrun.models.audit import (
     Steered,
     ToolRan,
 )
-from longrun.models.run import PendingApproval, RunStatus
+from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.providers.pricing import estimate_cost
 from longrun.service import render
 from longrun.service.client import pending_from_audit, status_from_records
@@ -92,10 +92,12 @@ def can_decide(who: Principal, run: RunRecord) -> bool:
     return who.can("approver") and who.name in run.spec.approvers
 
 
-def run_row(c: Console, run: RunRecord, records: list[AuditRecord] | None = None) -> dict[str, Any]:
+def run_row(c: Console, run: RunRecord) -> dict[str, Any]:
     """A run as the list shows it."""
-    records = c.audits.records(run.run_id) if records is None else records
-    view = status_from_records(run, c.store.load_state(run.run_id), records)
+    return _row(run, status_from_records(run, c.store.load_state(run.run_id), c.audits.records(run.run_id)))
+
+
+def _row(run: RunRecord, view: RunStatusView) -> dict[str, Any]:
     cost = estimate_cost(run.model, view.usage)
     return {"run_id": run.run_id, "status": view.status.value, "step": view.step, "next_action": view.next_action,
             "turn": view.turn, "model": run.model, "objective": run.spec.objective,
@@ -126,7 +128,7 @@ def run_detail(c: Console, run_id: str, who: Principal | None) -> dict[str, Any]
                   "summary": e.summary}
                  for r in records if isinstance((e := r.event), ToolRan) and e.artifact_sha256]
     return {
-        **run_row(c, run, records),
+        **_row(run, view),
         "reason": view.reason, "state_version": state.state_version,
         "objective": state.objective, "constraints": list(state.constraints), "notes": list(state.notes),
         "decisions": [d.model_dump(mode="json") for d in state.decisions],
@@ -172,10 +174,6 @@ def pending_approvals(c: Console, who: Principal, *, everything: bool = False,
             out.append(item)
     out.sort(key=lambda i: i["expires_at"])
     return out
-
-
-def seconds_left(expires_at: str, now: datetime) -> int:
-    return max(0, int((datetime.fromisoformat(expires_at) - now).total_seconds()))
 
 
 __all__ = ["can_decide", "category", "context_svg", "event_item", "list_runs", "pending_approvals", "run_detail",
