@@ -48,6 +48,14 @@ class ProviderCache:
             )
         return self._cache[model]
 
+    def close(self) -> None:
+        """Close every provider's HTTP client (the SDKs keep connection pools open)."""
+        for provider in self._cache.values():
+            close = getattr(provider, "close", None)
+            if callable(close):
+                close()
+        self._cache.clear()
+
 
 def worker_sandbox(settings: Settings) -> SandboxPolicy:
     """The worker's sandbox defaults: LONGRUN_SANDBOX for specs that say `auto`, $LONGRUN_HOME

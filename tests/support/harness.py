@@ -83,5 +83,9 @@ async def running_worker(
         client, store, settings=settings, registry=registry or default_registry(), provider_for=provider_for,
         task_queue=task_queue, heartbeat_every=0.5,
     )
-    async with worker:
-        yield Harness(client, store, task_queue)
+    try:
+        async with worker:
+            yield Harness(client, store, task_queue)
+    finally:
+        if isinstance(provider_for, ProviderCache):  # its SDK clients would be collected unclosed later
+            provider_for.close()
