@@ -23,14 +23,14 @@ from pathlib import Path
 from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation", "redaction",
-         "redaction_eval", "console")
+ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation", "conformance",
+         "redaction", "redaction_eval", "console")
 
 
 MODULES = {
     "synthetic": "bench.synthetic", "real_sessions": "bench.real_sessions", "store": "bench.store",
     "orchestration": "bench.orchestration", "retention": "bench.retention.run",
-    "retention_ablation": "bench.retention.ablation", "redaction": "bench.redaction",
+    "retention_ablation": "bench.retention.ablation", "conformance": "bench.conformance", "redaction": "bench.redaction",
     "redaction_eval": "bench.redaction_eval", "console": "bench.console_load",
 }
 """Each benchmark's module (its `run() -> Section`), imported only when it runs: some need
