@@ -254,7 +254,8 @@ def fold_kit(ks: KitSession, compactor: Compactor) -> list[Round]:
 
 @dataclass
 class FoldTrace:
-    """The fold's projections and requests, kept for the analysis."""
+    """Per round of the fold: the projection in force, the text scored, and the rounds that raised
+    `ContextOverflow` (the test and the loss analysis read them)."""
 
     projections: list[Projection | None] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
