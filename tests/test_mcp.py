@@ -1,6 +1,7 @@
 """MCP tool servers behind the gate, end to end: a real MCP server (the SDK's `MCPServer`, over
-stdio and over streamable HTTP) started by the test, a real worker, the real Temporal dev server
-and Postgres, and the scripted agent calling the tools it is offered as `mcp__NAME__TOOL`.
+stdio and over streamable HTTP) configured on a real worker, a run spec that names it, the real
+Temporal dev server and Postgres, and the scripted agent calling the tools it is offered as
+`mcp__NAME__TOOL`.
 
 What a user sees is asserted: the tools in the model's request, the tool results in the
 transcript, the approval request and `longrun show`'s view of it, the ledger, the audit, and what
@@ -19,7 +20,7 @@ from longrun.service.approval_view import approval_view, render_view
 from longrun.service.commands.audit import describe_event
 from tests.support.harness import running_worker
 from tests.support.mcp_policy import McpAgent
-from tests.support.mcp_servers import http_server, stdio_server
+from tests.support.mcp_servers import http_config, http_server, stdio_config, worker_settings
 
 pytestmark = pytest.mark.slow
 
@@ -66,8 +67,9 @@ async def test_stdio_tools_listed_read_runs_and_effect_waits_for_a_signed_approv
         [("set_next_action", {"next_action": "stop"})],
     ])
     spec = RunSpec(objective="Find the errors in the logs and open a ticket.", workspace=str(ws), approvers=["alice"],
-                   mcp_servers=[stdio_server("logs", state, read_only_tools=["search_logs"])])
-    async with running_worker(temporal_client, store, provider=agent) as h:
+                   mcp_servers=[{"name": "logs", "read_only_tools": ["search_logs"]}])
+    settings = worker_settings(stdio_config("logs", state))
+    async with running_worker(temporal_client, store, provider=agent, settings=settings) as h:
         run_id = await h.start(spec)
         waiting = await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed", "failed"),
                                    what="the ticket's approval request")
@@ -123,25 +125,26 @@ async def test_http_server_gets_its_header_from_the_worker_environment(store, te
     monkeypatch.setenv("LONGRUN_TEST_TRACKER_AUTH", "Bearer tracker-token-0451")
     agent = McpAgent(plan=[[("@search_logs", {"query": "WARN"})], [("set_next_action", {"next_action": "stop"})]])
     with http_server(state, "Bearer tracker-token-0451") as url:
-        spec = RunSpec(objective="Look at the warnings.", workspace=str(ws), approvers=["alice"], mcp_servers=[{
-            "name": "tracker", "transport": "http", "url": url,
-            "headers": {"Authorization": "LONGRUN_TEST_TRACKER_AUTH"}, "read_only_tools": ["search_logs"]}])
-        async with running_worker(temporal_client, store, provider=agent) as h:
+        spec = RunSpec(objective="Look at the warnings.", workspace=str(ws), approvers=["alice"],
+                       mcp_servers=[{"name": "tracker", "read_only_tools": ["search_logs"]}])
+        settings = worker_settings(http_config("tracker", url, headers={"Authorization": "LONGRUN_TEST_TRACKER_AUTH"}))
+        async with running_worker(temporal_client, store, provider=agent, settings=settings) as h:
             run_id = await h.start(spec)
             result = await h.result(run_id)
     assert result.status == "completed", result.reason
     found = text(results(store, run_id)["toolu_m001_0"])
     assert "retrying request 7f3a" in found
-    assert "tracker-token-0451" not in store.get_run(run_id).spec.model_dump_json()
+    stored = store.get_run(run_id).spec.model_dump_json()
+    assert "tracker-token-0451" not in stored and url not in stored, "the spec names the server, nothing more"
 
 
 async def test_an_unreachable_server_is_skipped_with_its_reason_and_the_run_goes_on(store, temporal_client, ws, state):
     agent = McpAgent(plan=[[("set_next_action", {"next_action": "stop"})]])
-    spec = RunSpec(objective="Look at the logs.", workspace=str(ws), approvers=["alice"], mcp_servers=[
-        {"name": "gone", "transport": "http", "url": "http://127.0.0.1:9/mcp", "timeout_seconds": 5},
-        stdio_server("nokey", state, env={"MCP_TEST_SECRET": "LONGRUN_TEST_UNSET_VARIABLE"}),
-    ])
-    async with running_worker(temporal_client, store, provider=agent) as h:
+    spec = RunSpec(objective="Look at the logs.", workspace=str(ws), approvers=["alice"],
+                   mcp_servers=[{"name": "gone"}, {"name": "nokey"}])
+    settings = worker_settings(http_config("gone", "http://127.0.0.1:9/mcp", timeout_seconds=5),
+                               stdio_config("nokey", state, env={"MCP_TEST_SECRET": "LONGRUN_TEST_UNSET_VARIABLE"}))
+    async with running_worker(temporal_client, store, provider=agent, settings=settings) as h:
         run_id = await h.start(spec)
         result = await h.result(run_id)
     assert result.status == "completed", result.reason
@@ -158,8 +161,9 @@ async def test_a_server_that_dies_mid_effect_leaves_it_unknown_for_a_human(store
         [("@crash_midway", {"target": "prod"})],
         [("set_next_action", {"next_action": "stop"})],
     ])
-    spec = RunSpec(objective="Deploy.", workspace=str(ws), approvers=["alice"], mcp_servers=[stdio_server("ops", state)])
-    async with running_worker(temporal_client, store, provider=agent) as h:
+    spec = RunSpec(objective="Deploy.", workspace=str(ws), approvers=["alice"], mcp_servers=[{"name": "ops"}])
+    async with running_worker(temporal_client, store, provider=agent,
+                              settings=worker_settings(stdio_config("ops", state))) as h:
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
         assert pending.tool == "mcp__ops__crash_midway"
@@ -185,8 +189,9 @@ async def test_an_idempotent_tool_that_dies_mid_call_is_an_error_result_and_the_
         [("set_next_action", {"next_action": "stop"})],
     ])
     spec = RunSpec(objective="Deploy.", workspace=str(ws), approvers=["alice"],
-                   mcp_servers=[stdio_server("ops", state, idempotent_tools=["crash_midway"])])
-    async with running_worker(temporal_client, store, provider=agent) as h:
+                   mcp_servers=[{"name": "ops", "idempotent_tools": ["crash_midway"]}])
+    async with running_worker(temporal_client, store, provider=agent,
+                              settings=worker_settings(stdio_config("ops", state))) as h:
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
         await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
@@ -203,8 +208,9 @@ async def test_a_tool_description_that_asks_the_model_to_approve_itself_changes_
 ):
     agent = McpAgent(plan=[[("set_next_action", {"next_action": "stop"})]], gullible=True)
     spec = RunSpec(objective="Tidy the logs.", workspace=str(ws), approvers=["alice"],
-                   mcp_servers=[stdio_server("logs", state, malicious=True, read_only_tools=["search_logs"])])
-    async with running_worker(temporal_client, store, provider=agent) as h:
+                   mcp_servers=[{"name": "logs", "read_only_tools": ["search_logs"]}])
+    async with running_worker(temporal_client, store, provider=agent,
+                              settings=worker_settings(stdio_config("logs", state, malicious=True))) as h:
         run_id = await h.start(spec)
         waiting = await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed", "failed"))
         assert waiting.status == "waiting_approval", "the server's 'read-only, pre-approved' claims are not trusted"

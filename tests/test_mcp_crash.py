@@ -3,7 +3,8 @@ ticket reached the server, the worker died before the answer, Temporal retries t
 worker. No MCP server can be asked whether a call happened, so the retry's reconcile is
 undecidable: the effect stays `unknown`, the run asks a human, and the ticket is not opened a
 second time. A tool the spec declares idempotent is called again instead (two tickets, as the
-declaration allows) and the run completes."""
+declaration allows) and the run completes. The workers, each in its own process, read the server
+from the configuration file LONGRUN_MCP_CONFIG names, as a deployed worker does."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from longrun.models.spec import RunSpec
 from longrun.models.state import EffectStatus
 from longrun.service import client as api
 from tests.support.harness import Harness
-from tests.support.mcp_servers import stdio_server
+from tests.support.mcp_servers import stdio_config
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +35,19 @@ PLAN = [
 ]
 
 
-def spawn_worker(db_url: str, address: str, task_queue: str, log: Path) -> subprocess.Popen:
+def spawn_worker(db_url: str, address: str, task_queue: str, log: Path, mcp_config: Path) -> subprocess.Popen:
     with open(log, "a") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "tests.support.mcp_worker_proc", db_url, address, task_queue, json.dumps(PLAN)],
-            cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "LONGRUN_MCP_CONFIG": str(mcp_config)},
         )
+
+
+def write_config(path: Path, state: Path) -> Path:
+    """The workers' MCP configuration: the test server as `tracker`, over stdio (a JSON file)."""
+    entry = stdio_config("tracker", state).model_dump(exclude={"name"})
+    path.write_text(json.dumps({"servers": {"tracker": entry}}))
+    return path
 
 
 async def wait_until(predicate, timeout: float, what: str) -> None:
@@ -56,7 +64,7 @@ def tickets(state: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-async def kill_mid_call(store, db_url, temporal_env, tmp_path, **server_fields):
+async def kill_mid_call(store, db_url, temporal_env, tmp_path, **declared):
     """Approve the slow ticket, kill -9 the worker once the server wrote it, go on with a new worker.
     Returns (harness, run_id, state folder, the second worker)."""
     state = tmp_path / "server-state"
@@ -65,10 +73,11 @@ async def kill_mid_call(store, db_url, temporal_env, tmp_path, **server_fields):
     ws.mkdir()
     task_queue = f"mcp-crash-{uuid.uuid4().hex[:8]}"
     address = temporal_env.client.service_client.config.target_host
-    first = spawn_worker(db_url, address, task_queue, tmp_path / "worker1.log")
+    config = write_config(tmp_path / "mcp.json", state)
+    first = spawn_worker(db_url, address, task_queue, tmp_path / "worker1.log", config)
     h = Harness(temporal_env.client, store, task_queue)
     spec = RunSpec(objective="Open a ticket.", workspace=str(ws), approvers=["alice"],
-                   mcp_servers=[stdio_server("tracker", state, **server_fields)])
+                   mcp_servers=[{"name": "tracker", **declared}])
     try:
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval", timeout=60)).pending_approval
@@ -81,7 +90,7 @@ async def kill_mid_call(store, db_url, temporal_env, tmp_path, **server_fields):
             first.kill()
     [effect] = store.load_state(run_id).effects
     assert effect.status is EffectStatus.unknown, "the kill left the effect unknown"
-    return h, run_id, state, spawn_worker(db_url, address, task_queue, tmp_path / "worker2.log")
+    return h, run_id, state, spawn_worker(db_url, address, task_queue, tmp_path / "worker2.log", config)
 
 
 async def test_a_worker_killed_mid_mcp_effect_leaves_it_to_a_human_and_never_repeats_it(

@@ -1,5 +1,6 @@
-"""The MCP parts on their own: the spec's server entries and the `--mcp` flags, listing checks
-(names, schemas, descriptions), secrets from the environment, and the client against the real
+"""The MCP parts on their own: the worker's server configuration (variables, a file), the spec's
+server names and the `--mcp` flags, listing checks (names, schemas, descriptions), secrets from
+the environment, and the client against the real
 test server over stdio (a crash, a timeout, a server that never starts, a large answer). No
 Temporal or Postgres here; tests/test_mcp.py runs whole runs."""
 
@@ -12,10 +13,13 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
-from longrun.errors import EffectUndecidable, ToolError
+from longrun.errors import ConfigError, EffectUndecidable, ToolError
 from longrun.mcp import cli as mcp_cli
 from longrun.mcp import client, listing, secrets, tools
-from longrun.models.mcp import McpServer, McpToolEntry, split_tool_name
+from longrun.mcp import config as mcp_config
+from longrun.mcp.config import McpDirectory
+from longrun.mcp.errors import McpNotOffered
+from longrun.models.mcp import STORED_SPEC, McpServer, McpServerConfig, McpServerRef, McpToolEntry, split_tool_name
 from longrun.models.spec import RunSpec
 from longrun.redact import default_redactor
 from longrun.tools.base import ToolContext
@@ -28,21 +32,25 @@ def flags(*argv: str) -> argparse.Namespace:
     return parser.parse_args(list(argv))
 
 
-def test_the_mcp_flags_make_spec_entries_that_name_variables_never_values():
-    got = mcp_cli.servers(flags(
-        "--mcp", "logs=stdio:python -m logs_server --db 'my logs.db'", "--mcp", "tracker=http:https://t.example/mcp",
-        "--mcp-header", "tracker:Authorization=TRACKER_TOKEN", "--mcp-env", "logs:LOGS_KEY=LOGS_KEY",
-        "--mcp-read-only", "logs:search", "--mcp-idempotent", "tracker:label",
-    ))
+def test_the_mcp_flags_name_servers_and_declare_tools_and_define_nothing():
+    got = mcp_cli.servers(flags("--mcp", "logs", "--mcp", "tracker", "--mcp-read-only", "logs:search",
+                                "--mcp-idempotent", "tracker:label"))
     spec = RunSpec(objective="o", workspace="/tmp", mcp_servers=got)
     logs, tracker = spec.mcp_servers
-    assert logs.command == ["python", "-m", "logs_server", "--db", "my logs.db"] and logs.env == {"LOGS_KEY": "LOGS_KEY"}
-    assert logs.read_only_tools == ["search"] and tracker.idempotent_tools == ["label"]
-    assert tracker.url == "https://t.example/mcp" and tracker.headers == {"Authorization": "TRACKER_TOKEN"}
-    with pytest.raises(ValueError, match="no --mcp declares a server named 'nope'"):
-        mcp_cli.servers(flags("--mcp", "logs=stdio:x", "--mcp-read-only", "nope:search"))
-    with pytest.raises(ValueError, match="expected NAME=stdio:COMMAND ARGS or NAME=http:URL"):
-        mcp_cli.servers(flags("--mcp", "logs=ftp://x"))
+    assert logs.model_dump() == {"name": "logs", "read_only_tools": ["search"], "idempotent_tools": [], "inline": False}
+    assert tracker.idempotent_tools == ["label"]
+    with pytest.raises(ValueError, match="no --mcp names a server 'nope'"):
+        mcp_cli.servers(flags("--mcp", "logs", "--mcp-read-only", "nope:search"))
+    with pytest.raises(ValueError, match=r"configure it on the worker \(LONGRUN_MCP_LOGS="):
+        mcp_cli.servers(flags("--mcp", "logs=stdio:python -m logs_server"))
+    with pytest.raises(ValueError, match="configure it on the worker"):
+        mcp_cli.servers(flags("--mcp", "t=http:https://t.example/mcp"))
+    with pytest.raises(ValueError, match=r"configured on the worker, not in a run \(LONGRUN_MCP_LOGS__ENV"):
+        mcp_cli.servers(flags("--mcp", "logs", "--mcp-env", "logs:LOGS_KEY=LOGS_KEY"))
+    with pytest.raises(ValueError, match=r"LONGRUN_MCP_T__HEADERS"):
+        mcp_cli.servers(flags("--mcp", "t", "--mcp-header", "t:Authorization=T_TOKEN"))
+    with pytest.raises(ValueError, match=r"offers no MCP server 'tracker' \(it offers: logs\)"):
+        mcp_cli.servers(flags("--mcp", "tracker"), offered=["logs"])
 
 
 @pytest.mark.parametrize(("entry", "message"), [
@@ -53,9 +61,64 @@ def test_the_mcp_flags_make_spec_entries_that_name_variables_never_values():
     ({"name": "t", "transport": "http", "url": "http://h/mcp", "headers": {"Authorization": "Bearer sk-123"}},
      "never the secret itself"),
 ])
-def test_a_malformed_server_entry_is_refused_with_what_to_fix(entry, message):
+def test_a_malformed_worker_server_entry_is_refused_with_what_to_fix(entry, message):
     with pytest.raises(ValidationError, match=message):
+        McpServerConfig.model_validate(entry)
+
+
+@pytest.mark.parametrize("entry", [
+    {"name": "logs", "transport": "stdio", "command": ["x"]},
+    {"name": "logs", "url": "http://h/mcp"},
+    {"name": "logs", "env": {"A": "B"}},
+    {"name": "logs", "inline": True},
+])
+def test_a_run_spec_that_defines_a_server_is_refused_and_a_stored_one_loads_marked(entry):
+    with pytest.raises(ValidationError, match="configure it on the worker"):
         RunSpec(objective="o", workspace="/tmp", mcp_servers=[entry])
+    stored = RunSpec.model_validate({"objective": "o", "workspace": "/tmp", "mcp_servers": [entry]}, context=STORED_SPEC)
+    assert stored.mcp_servers[0].inline
+    refusal = McpDirectory([McpServerConfig(name="logs", transport="stdio", command=["y"])]).refusal(stored.mcp_servers[0])
+    assert refusal is not None and "offers no MCP server a run spec defines" in refusal
+
+
+def test_the_worker_reads_its_servers_from_variables_and_a_file(tmp_path):
+    toml = tmp_path / "mcp.toml"
+    toml.write_text('[servers.logs]\ntransport = "stdio"\ncommand = ["python", "-m", "logs_server"]\n'
+                    'env = { LOGS_KEY = "WORKER_LOGS_KEY" }\n\n[servers.tracker]\ntransport = "http"\n'
+                    'url = "https://file.example/mcp"\n')
+    environ = {"LONGRUN_MCP_CONFIG": str(toml), "LONGRUN_MCP_TRACKER": "http:https://t.example/mcp",
+               "LONGRUN_MCP_TRACKER__HEADERS": "Authorization=TRACKER_TOKEN, X-Team=TEAM",
+               "LONGRUN_MCP_LOG_TAIL": "stdio:tail -f 'my logs.txt'", "LONGRUN_MCP_LOG_TAIL__TIMEOUT": "5"}
+    log_tail, logs, tracker = mcp_config.load(environ)
+    assert logs.command == ["python", "-m", "logs_server"] and logs.env == {"LOGS_KEY": "WORKER_LOGS_KEY"}
+    assert log_tail.name == "log_tail" and log_tail.command == ["tail", "-f", "my logs.txt"]
+    assert log_tail.timeout_seconds == 5
+    assert tracker.url == "https://t.example/mcp", "a variable wins over the file"
+    assert tracker.headers == {"Authorization": "TRACKER_TOKEN", "X-Team": "TEAM"}
+    as_json = tmp_path / "mcp.json"
+    as_json.write_text('{"servers": {"logs": {"transport": "stdio", "command": ["x"]}}}')
+    assert [s.name for s in mcp_config.load({}, path=as_json)] == ["logs"]
+    directory = McpDirectory(mcp_config.load(environ))
+    server = directory.resolve(McpServerRef(name="logs", read_only_tools=["search"]))
+    assert server.read_only("search") and server.command[0] == "python"
+    with pytest.raises(McpNotOffered, match="does not offer MCP server 'gone' .it offers: log_tail, logs, tracker.; "
+                       "configure it on the worker with LONGRUN_MCP_GONE="):
+        directory.resolve(McpServerRef(name="gone"))
+
+
+@pytest.mark.parametrize(("environ", "message"), [
+    ({"LONGRUN_MCP_LOGS": "ftp:x"}, "LONGRUN_MCP_LOGS must be 'stdio:COMMAND ARGS' or 'http:URL'"),
+    ({"LONGRUN_MCP_LOGS__ENV": "A=B"}, "LONGRUN_MCP_LOGS does not define it"),
+    ({"LONGRUN_MCP_LOGS": "stdio:x", "LONGRUN_MCP_LOGS__ENV": "A"}, "expected NAME=WORKER_VARIABLE"),
+    ({"LONGRUN_MCP_LOGS": "stdio:x", "LONGRUN_MCP_LOGS__NOPE": "1"}, "unknown setting 'NOPE'"),
+    ({"LONGRUN_MCP_BAD__NAME": "stdio:x"}, "unknown setting 'NAME'"),
+    ({"LONGRUN_MCP_T": "http:http://h/mcp", "LONGRUN_MCP_T__HEADERS": "Authorization=Bearer sk-1"},
+     "never the secret itself"),
+    ({"LONGRUN_MCP_CONFIG": "/nonexistent/mcp.toml"}, "No such file"),
+])
+def test_a_bad_worker_configuration_says_which_variable(environ, message):
+    with pytest.raises(ConfigError, match=message):
+        mcp_config.load(environ)
 
 
 def test_tool_names_split_one_way_only():
@@ -135,21 +198,19 @@ def test_a_large_answer_is_capped_with_a_note(tmp_path):
     assert "[truncated: " in out.text and "showing the first 200000]" in out.text
 
 
-def test_longrun_start_puts_the_servers_in_the_spec_and_refuses_a_bad_flag(tmp_path):
+def test_longrun_start_puts_the_names_in_the_spec_and_refuses_a_definition(tmp_path):
     from longrun.service.cli import build_parser
     from longrun.service.commands.common import CliError
     from longrun.service.commands.runs import build_spec
 
     argv = ["start", "--objective", "o", "--workspace", str(tmp_path), "--approver", "alice",
-            "--mcp", "logs=stdio:python tests/support/mcp_server.py --state /tmp/s", "--mcp-read-only", "logs:search_logs",
-            "--mcp", "t=http:http://127.0.0.1:9/mcp", "--mcp-header", "t:Authorization=T_TOKEN"]
+            "--mcp", "logs", "--mcp-read-only", "logs:search_logs", "--mcp", "t"]
     spec = build_spec(build_parser().parse_args(argv))
     assert [s.name for s in spec.mcp_servers] == ["logs", "t"]
-    assert spec.mcp_servers[0].read_only_tools == ["search_logs"] and spec.mcp_servers[1].headers == {
-        "Authorization": "T_TOKEN"}
-    with pytest.raises(CliError, match="MCP server 't': command and env are for stdio servers"):
-        build_spec(build_parser().parse_args([*argv, "--mcp-env", "t:X=Y"]))
-    with pytest.raises(CliError, match="no --mcp declares a server named 'x'"):
+    assert spec.mcp_servers[0].read_only_tools == ["search_logs"]
+    with pytest.raises(CliError, match="configure it on the worker"):
+        build_spec(build_parser().parse_args([*argv, "--mcp", "x=stdio:python tests/support/mcp_server.py"]))
+    with pytest.raises(CliError, match="no --mcp names a server 'x'"):
         build_spec(build_parser().parse_args([*argv, "--mcp-read-only", "x:y"]))
 
 

@@ -17,7 +17,7 @@ from longrun.service import client as api
 from longrun.workflows.agent_run import AgentRunWorkflow
 from tests.support.harness import running_worker
 from tests.support.mcp_policy import McpAgent
-from tests.support.mcp_servers import stdio_server
+from tests.support.mcp_servers import stdio_config, worker_settings
 from tests.test_replay import decoded_history, replayer
 
 pytestmark = pytest.mark.slow
@@ -36,8 +36,9 @@ async def test_an_mcp_run_replays_and_its_history_holds_no_server_text(store, te
         [("set_next_action", {"next_action": "stop"})],
     ])
     spec = RunSpec(objective="Open a ticket for the errors.", workspace=str(ws), approvers=["alice"],
-                   mcp_servers=[stdio_server("logs", state, read_only_tools=["search_logs"])])
-    async with running_worker(temporal_client, store, provider=agent) as h:
+                   mcp_servers=[{"name": "logs", "read_only_tools": ["search_logs"]}])
+    async with running_worker(temporal_client, store, provider=agent,
+                              settings=worker_settings(stdio_config("logs", state))) as h:
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
         await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)

@@ -19,7 +19,7 @@ from longrun.models.blocks import ToolResultBlock
 from longrun.models.spec import RunSpec
 from tests.support.harness import running_worker
 from tests.support.mcp_policy import McpAgent
-from tests.support.mcp_servers import http_server, stdio_server
+from tests.support.mcp_servers import http_config, http_server, stdio_config, worker_settings
 from tests.test_replay import decoded_history
 from tests.test_secrets import _rnd, leaks
 
@@ -41,14 +41,13 @@ async def test_mcp_server_secrets_never_reach_the_model_transcript_or_audit(
     ])
     with http_server(state, "Bearer " + c["anthropic_key"]) as url:
         spec = RunSpec(objective="Check which credentials the servers use.", workspace=str(ws), approvers=["alice"],
-                       mcp_servers=[
-                           stdio_server("local", state, env={"MCP_TEST_SECRET": "LONGRUN_TEST_MCP_ENV_SECRET"},
-                                        read_only_tools=["leak_credentials"]),
-                           {"name": "remote", "transport": "http", "url": url,
-                            "headers": {"Authorization": "LONGRUN_TEST_MCP_AUTH"},
-                            "read_only_tools": ["leak_credentials"]},
-                       ])
-        async with running_worker(temporal_client, store, provider=agent) as h:
+                       mcp_servers=[{"name": "local", "read_only_tools": ["leak_credentials"]},
+                                    {"name": "remote", "read_only_tools": ["leak_credentials"]}])
+        settings = worker_settings(
+            stdio_config("local", state, env={"MCP_TEST_SECRET": "LONGRUN_TEST_MCP_ENV_SECRET"}),
+            http_config("remote", url, headers={"Authorization": "LONGRUN_TEST_MCP_AUTH"}),
+        )
+        async with running_worker(temporal_client, store, provider=agent, settings=settings) as h:
             run_id = await h.start(spec)
             result = await h.result(run_id)
             history = await h.client.get_workflow_handle(run_id).fetch_history()
@@ -72,11 +71,12 @@ async def test_mcp_server_secrets_never_reach_the_model_transcript_or_audit(
     assert seen.count("[REDACTED:mcp_secret]") >= 2, "both servers' answers reached the transcript, scrubbed"
     assert "started with [REDACTED:mcp_secret] and " in seen, "the stdio server's env value, scrubbed"
     assert " and Bearer [REDACTED:mcp_secret]" in seen or " and [REDACTED:mcp_secret]" in seen, "the header's value"
-    assert "LONGRUN_TEST_MCP_AUTH" in stored["runs.spec"], "the spec names the variable"
+    assert '"name":"remote"' in stored["runs.spec"], "the spec names the server"
+    assert "LONGRUN_TEST_MCP_AUTH" not in stored["runs.spec"], "the variables are the worker's configuration"
     [local] = [b.content for e in store.transcript(run_id) for b in e.message.content
                if isinstance(b, ToolResultBlock) and b.tool_use_id == "toolu_m001_0"]
     assert "environment: " in local and " MCP_TEST_SECRET " in local
-    assert "LONGRUN_TEST_MCP" not in local, "the stdio server gets what the spec names, not the worker's environment"
+    assert "LONGRUN_TEST_MCP" not in local, "the stdio server gets what its configuration names, not the worker's environment"
     history_text = stored["workflow history"]
     assert "mcp-tools" in history_text, "the run listed its tools behind the patch"
     assert "Say which credentials this server runs with" not in history_text, "descriptions stay in Postgres"

@@ -41,6 +41,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, api: str) -> Iterator[FakeOpenAI]:
         monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
         monkeypatch.setenv("OPENAI_BASE_URL", f.url)  # `openai:` goes to the fake; `openai-compatible:` to the spec's
         monkeypatch.delenv("LONGRUN_OPENAI_BASE_URL", raising=False)
+        monkeypatch.setenv("LONGRUN_ALLOWED_BASE_URLS", f.url)  # the workers allow the spec's server
         yield f
 
 

@@ -27,6 +27,7 @@ from temporalio import activity
 
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.activities.scope import ScopedAccess, ScopeSlot
+from longrun.activities.trust import WorkerTrust
 from longrun.context import Calibration, fit_request, render_request
 from longrun.context.state_block import notes_budget
 from longrun.errors import ContextOverflow
@@ -84,6 +85,8 @@ class Deps:
     """Where the webhooks runs name are (URLs and secrets: this worker's environment)."""
     worktrees: Path | None = None
     """Where runs on a git workspace get their worktree (`$LONGRUN_HOME/worktrees` when None)."""
+    trust: WorkerTrust = field(default_factory=WorkerTrust)
+    """What a run spec may name on this worker: its MCP servers, `sandbox: none`, base URLs."""
 
 
 class ActivityBase(ScopedAccess):
@@ -95,7 +98,7 @@ class ActivityBase(ScopedAccess):
         self._slot = ScopeSlot()
         self._specs: OrderedDict[str, RunSpec] = OrderedDict()
         self._specs_lock = threading.Lock()
-        self._run_tools = RunTools()
+        self._run_tools = RunTools(deps.trust.mcp)
 
     def spec(self, run_id: str) -> RunSpec:
         """The run's spec, from memory when this worker has read it recently (least recently

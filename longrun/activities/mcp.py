@@ -4,8 +4,12 @@ What the servers said is stored as one artifact of the run (JSON: names, schemas
 descriptions, annotations) and referenced from the task state, so the gate, the model call and
 `longrun show` read the same listing on any worker, and the workflow's history carries only its
 hash. A retried or repeated call finds the reference and lists nothing again. A server that cannot
-be listed (not started, no answer, a secret missing) is skipped with its reason: the run goes on
-without its tools, and the audit says why.
+be listed (not offered by this worker, not started, no answer, a secret missing) is skipped with
+its reason: the run goes on without its tools, and the audit says why.
+
+The run's spec only names its servers: what is started or connected to is this worker's
+configuration (`longrun.mcp.config`). A name the worker does not offer, or a server a stored spec
+defines in place (the old `--mcp NAME=stdio:CMD`), is skipped before anything is started.
 """
 
 from __future__ import annotations
@@ -34,14 +38,15 @@ class McpActivities(ActivityBase):
         from longrun.mcp import client  # the SDK, imported where it is used (a second's import)
 
         result = McpListing()
-        for server in spec.mcp_servers:
+        for ref in spec.mcp_servers:
             try:
+                server = self.deps.trust.mcp.resolve(ref)
                 found = secrets.resolve(server)
                 with self.heartbeating():
                     listed = client.list_tools(server, found, cwd=self.workspace_of(run_id))
             except ToolError as exc:
                 why = f"{exc} (this run goes on without the server's tools; a new run lists them again)"
-                result.skipped.append(McpSkipped(server=server.name, name="", reason=self.redactor.redact(why)))
+                result.skipped.append(McpSkipped(server=ref.name, name="", reason=self.redactor.redact(why)))
                 continue
             part = listing.entries(server, listed, self.redactor, scrub=found.scrub)
             result.tools.extend(part.tools)

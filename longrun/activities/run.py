@@ -10,7 +10,7 @@ from longrun.activities.contract import Activities, implements
 from longrun.activities.decisions import end_scopes
 from longrun.activities.provider_context import effective_policy
 from longrun.context import estimate_message, estimate_request, should_compact
-from longrun.errors import ContextOverflow
+from longrun.errors import ConfigError, ContextOverflow
 from longrun.mcp.registry import listing_sha256
 from longrun.models.audit import RunFinished, ScopeEnded, Steered
 from longrun.models.blocks import Message, ToolResultBlock
@@ -50,6 +50,9 @@ class RunActivities(ActivityBase):
     def load_run(self, inp: RunRef) -> LoadRunResult:
         record = self.store.get_run(inp.run_id)
         spec = record.spec
+        refusal = self.deps.trust.refusal(spec)
+        if refusal is not None:  # before anything runs: the workflow fails the run with this reason
+            raise ConfigError(f"this worker does not run this run: {refusal}")
         self.remember_spec(inp.run_id, spec)
         return LoadRunResult(
             approvers=list(spec.approvers),

@@ -1,6 +1,7 @@
 """MCP tool servers behind the gate: listing a run's servers, calling their tools, the secrets
 they need (`docs/SECURITY.md`, "MCP trust model").
 
+- `config`: the servers a worker offers, configured on the worker (a run spec only names them);
 - `client`: one connection per listing or call, with the official `mcp` SDK (stdio, streamable
   HTTP); failures told apart by whether the call was sent;
 - `secrets`: header values and a stdio server's environment, from the worker's environment;
@@ -14,13 +15,16 @@ they need (`docs/SECURITY.md`, "MCP trust model").
 `longrun.mcp.client` where a server is called.
 """
 
-from longrun.mcp.errors import McpInterrupted, McpSecretMissing, McpUnavailable
+from longrun.mcp.config import McpDirectory
+from longrun.mcp.errors import McpInterrupted, McpNotOffered, McpSecretMissing, McpUnavailable
 from longrun.mcp.listing import entries, normalize_schema
 from longrun.mcp.registry import RunTools, listing_sha256, mcp_for_approver, mcp_hint_note, with_mcp_tools
 from longrun.mcp.secrets import ServerSecrets, resolve
 
 __all__ = [
+    "McpDirectory",
     "McpInterrupted",
+    "McpNotOffered",
     "McpSecretMissing",
     "McpUnavailable",
     "RunTools",

@@ -1,36 +1,39 @@
-"""The `longrun start` flags that put MCP servers in a run spec (docs/CLI.md, "MCP servers").
+"""The `longrun start` flags that name a run's MCP servers (docs/CLI.md, "MCP servers").
 
-    --mcp NAME=stdio:COMMAND ARGS      a server the worker starts (argv split like a shell would)
-    --mcp NAME=http:URL                a streamable HTTP server
-    --mcp-header NAME:HEADER=ENV_VAR   an HTTP header whose value is the worker's $ENV_VAR
-    --mcp-env NAME:VAR=ENV_VAR         a stdio server's $VAR, from the worker's $ENV_VAR
-    --mcp-read-only NAME:TOOL          runs without approval (every other MCP tool needs one)
-    --mcp-idempotent NAME:TOOL         may run again after an interrupted call
+    --mcp NAME                   a server the workers offer (configured on the worker:
+                                 LONGRUN_MCP_<NAME> or LONGRUN_MCP_CONFIG, longrun.mcp.config)
+    --mcp-read-only NAME:TOOL    runs without approval (every other MCP tool needs one)
+    --mcp-idempotent NAME:TOOL   may run again after an interrupted call
 
-Values of secrets never appear on the command line or in the spec: only variable names.
+A run names servers; it never says what a worker starts or where it connects, so starting a run
+never runs code on a worker. The old `--mcp NAME=stdio:CMD` / `NAME=http:URL`, `--mcp-env` and
+`--mcp-header` are refused with how to configure the server on the worker instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import shlex
+from collections.abc import Collection
 from typing import Any
+
+from longrun.mcp.config import how_to_configure
+from longrun.models.mcp import env_variable, inline_refusal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mcp", action="append", default=[], metavar="NAME=stdio:CMD ARGS|NAME=http:URL",
-                        help="an MCP tool server (repeatable); its tools appear as mcp__NAME__TOOL, each an effect "
-                        "needing approval unless --mcp-read-only names it")
-    parser.add_argument("--mcp-header", action="append", default=[], metavar="NAME:HEADER=ENV_VAR",
-                        help="an HTTP header of server NAME, its value read from the worker's $ENV_VAR (repeatable)")
-    parser.add_argument("--mcp-env", action="append", default=[], metavar="NAME:VAR=ENV_VAR",
-                        help="an environment variable of stdio server NAME, from the worker's $ENV_VAR (repeatable)")
+    parser.add_argument("--mcp", action="append", default=[], metavar="NAME",
+                        help="an MCP tool server the workers offer (repeatable; configured on the worker with "
+                        "LONGRUN_MCP_<NAME> or LONGRUN_MCP_CONFIG); its tools appear as mcp__NAME__TOOL, each an "
+                        "effect needing approval unless --mcp-read-only names it")
     parser.add_argument("--mcp-read-only", action="append", default=[], metavar="NAME:TOOL",
                         help="declare a tool read-only: it runs without approval (the server's own readOnlyHint "
                         "is never trusted for this)")
     parser.add_argument("--mcp-idempotent", action="append", default=[], metavar="NAME:TOOL",
                         help="declare an effect tool safe to run twice: an interrupted call may run again instead "
                         "of going to a human")
+    # the old flags, kept so that using one says where its setting went, instead of "unrecognized"
+    parser.add_argument("--mcp-header", action="append", default=[], help=argparse.SUPPRESS)
+    parser.add_argument("--mcp-env", action="append", default=[], help=argparse.SUPPRESS)
 
 
 def _split(flag: str, raw: str, sep: str) -> tuple[str, str]:
@@ -40,49 +43,46 @@ def _split(flag: str, raw: str, sep: str) -> tuple[str, str]:
     return name.strip(), rest.strip()
 
 
-def servers(args: argparse.Namespace) -> list[dict[str, Any]]:
+def servers(args: argparse.Namespace, offered: Collection[str] | None = None) -> list[dict[str, Any]]:
     """The `RunSpec.mcp_servers` entries the flags describe (validated by the spec model).
 
+    Args:
+        offered: the servers the workers offer, when this machine can see their configuration
+            (then any other name is refused here); None: only the workers can tell.
+
     Raises:
-        ValueError: a malformed flag, or one naming a server no --mcp declares.
+        ValueError: a malformed flag, a server defined on the command line, or a name no --mcp
+            declares or (with `offered`) the workers do not offer.
     """
+    for flag, values, what in (("--mcp-env", args.mcp_env, "environment"), ("--mcp-header", args.mcp_header,
+                                                                             "headers")):
+        for raw in values:
+            name = raw.partition(":")[0].strip() or "NAME"
+            raise ValueError(f"{flag} {raw!r}: a server's {what} is configured on the worker, not in a run "
+                             f"({env_variable(name)}__{'ENV' if what == 'environment' else 'HEADERS'}, or its entry "
+                             "in LONGRUN_MCP_CONFIG)")
     found: dict[str, dict[str, Any]] = {}
     for raw in args.mcp:
-        name, target = _split("--mcp", raw, "=")
-        kind, _, rest = target.partition(":")
+        name, sep, target = raw.partition("=")
+        name = name.strip()
+        if sep or target:
+            raise ValueError(f"--mcp {raw!r}: {inline_refusal(name or 'NAME')}")
         if name in found:
-            raise ValueError(f"--mcp {raw!r}: server {name!r} is declared twice")
-        if kind == "stdio":
-            try:
-                argv = shlex.split(rest)
-            except ValueError as exc:
-                raise ValueError(f"--mcp {raw!r}: {exc}") from exc
-            found[name] = {"name": name, "transport": "stdio", "command": argv}
-        elif kind == "http":
-            found[name] = {"name": name, "transport": "http", "url": rest}
-        else:
-            raise ValueError(f"--mcp {raw!r}: expected NAME=stdio:COMMAND ARGS or NAME=http:URL")
+            raise ValueError(f"--mcp {raw!r}: server {name!r} is named twice")
+        if offered is not None and name not in offered:
+            listed = ", ".join(sorted(offered)) or "none"
+            raise ValueError(f"--mcp {name}: the workers' configuration seen here offers no MCP server {name!r} "
+                             f"(it offers: {listed}); {how_to_configure(name)}")
+        found[name] = {"name": name}
 
     def server(flag: str, name: str) -> dict[str, Any]:
         if name not in found:
-            raise ValueError(f"{flag}: no --mcp declares a server named {name!r}")
+            raise ValueError(f"{flag}: no --mcp names a server {name!r}")
         return found[name]
 
-    for flag, values, key in (("--mcp-header", args.mcp_header, "headers"), ("--mcp-env", args.mcp_env, "env")):
-        for raw in values:
-            name, pair = _split(flag, raw, ":")
-            var, _, source = pair.partition("=")
-            if not var or not source:
-                raise ValueError(f"{flag} {raw!r}: expected NAME:{'HEADER' if key == 'headers' else 'VAR'}=ENV_VAR")
-            server(flag, name).setdefault(key, {})[var] = source
     for flag, values, key in (("--mcp-read-only", args.mcp_read_only, "read_only_tools"),
                               ("--mcp-idempotent", args.mcp_idempotent, "idempotent_tools")):
         for raw in values:
             name, tool = _split(flag, raw, ":")
             server(flag, name).setdefault(key, []).append(tool)
     return list(found.values())
-
-
-def secret_variables(spec_servers: list[Any]) -> list[str]:
-    """Every worker environment variable the servers name."""
-    return sorted({var for s in spec_servers for var in (*s.headers.values(), *s.env.values())})

@@ -1,7 +1,8 @@
 """The MCP errors, told apart by what they mean for an effect's ledger (see `client`):
 
     ToolError (longrun.errors)
-    ├── McpSecretMissing   a variable the spec names is not set in the worker's environment
+    ├── McpNotOffered      the run names a server this worker does not offer (or defines one in place)
+    ├── McpSecretMissing   a variable the server's configuration names is not set in the worker's environment
     ├── McpUnavailable     the server was not reached or set up: no call was sent, nothing ran
     └── McpInterrupted     a call was sent and no well-formed answer came back: outcome unknown
 
@@ -13,8 +14,12 @@ from __future__ import annotations
 from longrun.errors import ToolError
 
 
+class McpNotOffered(ToolError):
+    """The run names an MCP server this worker does not offer: nothing is started or connected to."""
+
+
 class McpSecretMissing(ToolError):
-    """A variable the run spec names is not set in the worker's environment."""
+    """A variable the server's configuration names is not set in the worker's environment."""
 
 
 class McpUnavailable(ToolError):

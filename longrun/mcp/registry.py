@@ -4,6 +4,10 @@ The listing lives in Postgres (an artifact of the run, referenced from its task 
 `LISTING_URI`), so every worker builds the same tools for the run from the same bytes, and the
 workflow's history carries none of the servers' text. Registries are cached per (run, listing
 hash): a listing never changes once written.
+
+How a server is reached is this worker's configuration (`longrun.mcp.config.McpDirectory`): a
+listed tool whose server this worker does not offer is not offered here (workers serving one task
+queue should be configured alike).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from longrun.mcp import tools
+from longrun.mcp.config import McpDirectory
 from longrun.models.mcp import LISTING_URI, McpListing, split_tool_name
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
@@ -27,9 +32,9 @@ def listing_sha256(state: TaskState) -> str | None:
     return next((r.sha256 for r in state.artifact_refs if r.uri == LISTING_URI), None)
 
 
-def with_mcp_tools(base: ToolRegistry, spec: RunSpec, listing: McpListing) -> ToolRegistry:
-    """`base`'s tools, then the listing's, in listing order."""
-    servers = {s.name: s for s in spec.mcp_servers}
+def with_mcp_tools(base: ToolRegistry, spec: RunSpec, listing: McpListing, directory: McpDirectory) -> ToolRegistry:
+    """`base`'s tools, then the listing's, in listing order, for the servers `directory` offers."""
+    servers = {ref.name: directory.resolve(ref) for ref in spec.mcp_servers if directory.refusal(ref) is None}
     registry = ToolRegistry([base.get(n) for n in base.names()])
     for entry in listing.tools:
         server = servers.get(entry.server)
@@ -64,7 +69,8 @@ class RunTools:
     """Per-run listings and registries, built from the stored listing on first use and kept
     (bounded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, directory: McpDirectory | None = None) -> None:
+        self.directory = directory or McpDirectory()
         self._cache: OrderedDict[tuple[str, str], tuple[McpListing, ToolRegistry]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -80,7 +86,7 @@ class RunTools:
                 self._cache.move_to_end(key)
                 return found
         listing = McpListing.model_validate_json(load(sha))
-        built = (listing, with_mcp_tools(base, spec, listing))
+        built = (listing, with_mcp_tools(base, spec, listing, self.directory))
         with self._lock:
             self._cache[key] = built
             while len(self._cache) > MAX_CACHED:

@@ -1,9 +1,15 @@
-"""MCP tool servers in a run spec, and what listing their tools found.
+"""MCP tool servers: configured on the worker, named by a run, and what listing their tools found.
 
-A server is part of the run's spec (`RunSpec.mcp_servers`): how to reach it, which of its tools the
-spec declares read-only or idempotent, and which of the *worker's* environment variables hold its
-secrets (header values, the stdio server's environment). The spec names the variables, never their
-values, so no secret is stored in Postgres or crosses Temporal.
+A server is configured on the *worker* (`McpServerConfig`, from `longrun.mcp.config`): the command
+it starts or the URL it connects to, and which of the worker's environment variables hold its
+secrets (header values, the stdio server's environment). A run spec only *names* servers
+(`McpServerRef` in `RunSpec.mcp_servers`), with the tools the run declares read-only or idempotent.
+Starting a run therefore never chooses what a worker executes or connects to (docs/SECURITY.md,
+"Trust boundaries"). The worker joins the two into an `McpServer` when it lists or calls.
+
+Specs stored before this rule may still define a server in place (`transport`, `command`, `url`,
+...). They load, so that old runs can be shown, marked `inline`; no worker runs them, and a new
+spec that tries is refused with how to configure the server on the worker.
 
 The listing (`McpListing`) is what the servers said at run start. Its descriptions and annotations
 are server-supplied text: stored in Postgres as an artifact of the run, handed to the model as tool
@@ -15,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 MCP_SERVER_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 """A server's name: lower case, single underscores, so `mcp__NAME__TOOL` splits one way only."""
@@ -40,10 +46,20 @@ def split_tool_name(name: str) -> tuple[str, str] | None:
     return (server, tool) if sep and server and tool else None
 
 
-class McpServer(BaseModel):
-    """One MCP server of a run. Every tool it lists is an effect that needs a human's approval,
-    unless `read_only_tools` names it; `idempotent_tools` may run again after an interrupted call
-    (else an interrupted call's outcome is unknown and goes to a human)."""
+def check_server_name(v: str) -> str:
+    if len(v) > MAX_SERVER_NAME or not MCP_SERVER_NAME.fullmatch(v):
+        raise ValueError(f"MCP server name {v!r} must be lower-case letters, digits and single underscores, "
+                         f"starting with a letter, at most {MAX_SERVER_NAME} characters")
+    return v
+
+
+def env_variable(name: str) -> str:
+    """The worker's variable that configures server `name`: `LONGRUN_MCP_<NAME>`."""
+    return f"LONGRUN_MCP_{name.upper()}"
+
+
+class McpServerConfig(BaseModel):
+    """How a worker reaches one MCP server: configured on the worker, never in a run spec."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,18 +76,13 @@ class McpServer(BaseModel):
         default_factory=dict,
         description="stdio: the server's environment variable -> the worker's variable holding its value",
     )
-    read_only_tools: list[str] = Field(default_factory=list, description="tools the spec declares read-only")
-    idempotent_tools: list[str] = Field(default_factory=list, description="effect tools that may safely run twice")
     timeout_seconds: int = Field(default=60, ge=1, le=600, description="one connection and call, at most "
                                  "(under the 15 minutes a tool activity may take)")
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if len(v) > MAX_SERVER_NAME or not MCP_SERVER_NAME.fullmatch(v):
-            raise ValueError(f"MCP server name {v!r} must be lower-case letters, digits and single underscores, "
-                             f"starting with a letter, at most {MAX_SERVER_NAME} characters")
-        return v
+        return check_server_name(v)
 
     @field_validator("headers", "env")
     @classmethod
@@ -84,7 +95,7 @@ class McpServer(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _transport_fields(self) -> McpServer:
+    def _transport_fields(self) -> McpServerConfig:
         if self.transport == "stdio":
             if not self.command or not all(self.command):
                 raise ValueError(f"MCP server {self.name!r}: stdio needs a command (program and arguments)")
@@ -100,11 +111,71 @@ class McpServer(BaseModel):
                 raise ValueError(f"MCP server {self.name!r}: invalid header name(s) {bad}")
         return self
 
+    def for_run(self, ref: McpServerRef) -> McpServer:
+        """This server with what the run declares of its tools."""
+        return McpServer(**self.model_dump(), read_only_tools=list(ref.read_only_tools),
+                         idempotent_tools=list(ref.idempotent_tools))
+
+
+class McpServer(McpServerConfig):
+    """One MCP server of a run: the worker's configuration joined with the run's declarations.
+    Every tool it lists is an effect that needs a human's approval, unless `read_only_tools`
+    names it; `idempotent_tools` may run again after an interrupted call (else an interrupted
+    call's outcome is unknown and goes to a human)."""
+
+    read_only_tools: list[str] = Field(default_factory=list, description="tools the spec declares read-only")
+    idempotent_tools: list[str] = Field(default_factory=list, description="effect tools that may safely run twice")
+
     def read_only(self, tool: str) -> bool:
         return tool in self.read_only_tools
 
     def idempotent(self, tool: str) -> bool:
         return tool in self.idempotent_tools
+
+
+STORED_SPEC: dict[str, Any] = {"longrun_stored_spec": True}
+"""Validation context of a spec read back from Postgres (`RunSpec.model_validate(..., context=...)`):
+an old in-place server definition loads (marked `inline`, never run) instead of failing the read."""
+INLINE_FIELDS = ("transport", "command", "url", "headers", "env", "timeout_seconds")
+"""What a spec entry held when a run spec defined its server in place (the old `--mcp NAME=stdio:CMD`)."""
+
+
+def inline_refusal(name: str) -> str:
+    """Why a spec may not define a server in place, and how to configure it on the worker."""
+    return (f"MCP server {name!r} is defined in the run spec (a command or URL), and a spec may only name servers "
+            f"the workers offer: configure it on the worker ({env_variable(name)}='stdio:COMMAND ARGS' or "
+            f"'http:URL', or LONGRUN_MCP_CONFIG), then start the run with --mcp {name}")
+
+
+class McpServerRef(BaseModel):
+    """A run spec's MCP server: a name the workers' configuration offers, with the tools this run
+    declares read-only (they run without approval) or idempotent (they may run again after an
+    interrupted call). Nothing here says what to execute or where to connect."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="a server the workers offer (LONGRUN_MCP_<NAME> or LONGRUN_MCP_CONFIG)")
+    read_only_tools: list[str] = Field(default_factory=list, description="tools the run declares read-only")
+    idempotent_tools: list[str] = Field(default_factory=list, description="effect tools that may safely run twice")
+    inline: bool = Field(default=False, description="a stored spec from before servers were configured on "
+                         "workers defined this one in place: no worker runs it")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_definition_in_the_spec(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        defined = [k for k in INLINE_FIELDS if k in data]
+        if not defined and not data.get("inline"):
+            return data
+        if not (info.context or {}).get("longrun_stored_spec"):
+            raise ValueError(inline_refusal(str(data.get("name", "?"))))
+        return {**{k: v for k, v in data.items() if k not in INLINE_FIELDS}, "inline": True}
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_server_name(v)
 
 
 class McpHints(BaseModel):

@@ -6,13 +6,14 @@ Defaults are documented where they are set, with why; docs/CONFIGURATION.md repe
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlencode, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from longrun.models.mcp import McpServer
+from longrun.models.mcp import McpServerRef
 from longrun.models.provider import ProviderContext
 from longrun.models.state import MAX_TEXT
 
@@ -56,6 +57,28 @@ def check_base_url(v: str | None) -> str | None:
         raise ValueError("base_url must not hold a user, password, query or fragment: put the server's key in the "
                          "workers' LONGRUN_OPENAI_API_KEY, never in the run's spec")
     return v.rstrip("/")
+
+
+ALLOWED_BASE_URLS_VARIABLE = "LONGRUN_ALLOWED_BASE_URLS"
+
+
+def _normal_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+def base_url_refusal(url: str, allowed: Iterable[str]) -> str | None:
+    """Why a worker will not connect to a run's `base_url` (None: `allowed` lists it). A run's
+    spec only names a server; which servers a worker talks to is the operator's choice, else
+    whoever may start a run could point a worker at any address it can reach."""
+    allowed = [a for a in allowed if a]
+    if any(_normal_url(url) == _normal_url(a) for a in allowed):
+        return None
+    listed = ", ".join(allowed) or "none"
+    return (f"this worker does not connect to base_url {url}: a run may name only a server the workers allow "
+            f"(their LONGRUN_OPENAI_BASE_URL or one {ALLOWED_BASE_URLS_VARIABLE} lists; allowed here: {listed}). "
+            f"Add it to {ALLOWED_BASE_URLS_VARIABLE} on the workers, or start the run without --base-url to use "
+            "their LONGRUN_OPENAI_BASE_URL")
 
 
 PROVIDER_COMPACTION_MIN = 50_000
@@ -190,7 +213,8 @@ class RunSpec(BaseModel):
     base_url: str | None = Field(
         default=None,
         description="`openai-compatible:` only: the server's OpenAI base URL (`--base-url`); default: the workers' "
-        "LONGRUN_OPENAI_BASE_URL. Its key, if any, is the workers' LONGRUN_OPENAI_API_KEY, never in the spec",
+        "LONGRUN_OPENAI_BASE_URL. A worker connects only to that URL or one its LONGRUN_ALLOWED_BASE_URLS lists "
+        "(else the run fails at its start). Its key, if any, is the workers' LONGRUN_OPENAI_API_KEY, never in the spec",
     )
     context_window: int | None = Field(
         default=None, ge=1_024,
@@ -204,8 +228,9 @@ class RunSpec(BaseModel):
     sandbox: Literal["auto", "bwrap", "unshare", "none"] = Field(
         default="auto",
         description="where `run_command` runs: `bwrap` (bubblewrap), `unshare` (util-linux namespaces), `none` "
-        "(no sandbox: an explicit choice, the command sees what the worker sees) or `auto`: the worker's "
-        "LONGRUN_SANDBOX, else bwrap when it works, else unshare, else commands are refused",
+        "(no sandbox: the command sees what the worker sees; a worker runs such a spec only when it allows it, "
+        "LONGRUN_ALLOW_UNSANDBOXED=1, else the run fails at its start) or `auto`: the worker's LONGRUN_SANDBOX, "
+        "else bwrap when it works, else unshare, else commands are refused",
     )
     allow_network: bool = Field(default=False, description="commands keep the host's network (default: none)")
     command_memory_mb: int = Field(default=4096, ge=64, description="data-segment limit of each command process, MiB")
@@ -230,11 +255,12 @@ class RunSpec(BaseModel):
         description="names of the webhooks told about approvals, questions and the end of the run; each one's URL and "
         "secret are in the workers' environment (LONGRUN_WEBHOOK_<NAME>_URL / _SECRET), never in the spec",
     )
-    mcp_servers: list[McpServer] = Field(
+    mcp_servers: list[McpServerRef] = Field(
         default_factory=list, max_length=20,
-        description="MCP tool servers (`--mcp`): their tools are listed at run start and offered as mcp__NAME__TOOL; "
-        "each is an effect needing approval unless the server's `read_only_tools` names it. Secrets: names of the "
-        "workers' environment variables only",
+        description="MCP tool servers by name (`--mcp NAME`): each must be one the workers offer (configured on the "
+        "worker: LONGRUN_MCP_<NAME> or LONGRUN_MCP_CONFIG; a spec never says what to run or where to connect). "
+        "Their tools are listed at run start and offered as mcp__NAME__TOOL; each is an effect needing approval "
+        "unless the entry's `read_only_tools` names it",
     )
 
     @field_validator("workspace")
@@ -280,7 +306,7 @@ class RunSpec(BaseModel):
 
     @field_validator("mcp_servers")
     @classmethod
-    def _unique_mcp_names(cls, v: list[McpServer]) -> list[McpServer]:
+    def _unique_mcp_names(cls, v: list[McpServerRef]) -> list[McpServerRef]:
         names = [s.name for s in v]
         if len(set(names)) != len(names):
             raise ValueError(f"MCP server names must be unique, got {names}")

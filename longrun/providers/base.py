@@ -8,6 +8,7 @@ request, then retry) or `FatalProviderError` (retrying cannot help).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Protocol, runtime_checkable
 
 from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse
@@ -66,6 +67,7 @@ def get_provider(
     openai_base_url: str | None = None,
     compatible_api_key: str | None = None,
     compatible_base_url: str | None = None,
+    allowed_base_urls: Collection[str] | None = None,
 ) -> Provider:
     """The provider a run's model key names (a model name, or one with a server and window, see
     `longrun.models.spec.model_key`).
@@ -84,6 +86,9 @@ def get_provider(
         compatible_base_url: their base URL when the run's spec names none (settings:
             `LONGRUN_OPENAI_BASE_URL`). When set, the key goes to that server only: a spec's
             `base_url` elsewhere gets no key (whoever may start a run must not be able to collect it).
+        allowed_base_urls: a worker's allow-list for a run's own `base_url` (settings:
+            `LONGRUN_OPENAI_BASE_URL` plus `LONGRUN_ALLOWED_BASE_URLS`); a URL outside it is refused
+            before anything connects. None: no list (a caller that chose the URL itself).
 
     `bedrock:` and `vertex:` take their credentials, region and project where the AWS and Google
     SDKs look (`AWS_*`, `AWS_REGION`; application default credentials, `CLOUD_ML_REGION`,
@@ -93,6 +98,7 @@ def get_provider(
         ConfigError: an unknown model name, or a model without the key or URL it needs.
     """
     from longrun.errors import ConfigError
+    from longrun.models.spec import base_url_refusal
     from longrun.providers import models_table as mt
 
     name, params = mt.split_model_key(model)
@@ -111,6 +117,10 @@ def get_provider(
         return AnthropicProvider(model_id, api_key=api_key, base_url=base_url)
     if name.startswith(mt.COMPATIBLE_PREFIX) and len(name) > len(mt.COMPATIBLE_PREFIX):
         url = params.get("base_url") or compatible_base_url
+        if params.get("base_url") and allowed_base_urls is not None:
+            refusal = base_url_refusal(params["base_url"], allowed_base_urls)
+            if refusal is not None:
+                raise ConfigError(refusal)
         if not url:
             raise ConfigError(
                 f"model {name!r} needs the server's base URL: start the run with --base-url "

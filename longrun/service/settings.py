@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import cast
 
 from longrun.errors import ConfigError
+from longrun.mcp import config as mcp_config
+from longrun.models.mcp import McpServerConfig
+from longrun.models.spec import ALLOWED_BASE_URLS_VARIABLE
 from longrun.tools.sandbox import SANDBOX_MODES, SandboxMode
 from longrun.webhooks.config import DEFAULTS_VARIABLE as WEBHOOKS_VARIABLE
 from longrun.webhooks.config import parse_names as parse_webhook_names
@@ -69,6 +72,22 @@ class Settings:
     webhooks: tuple[str, ...] = ()
     """LONGRUN_WEBHOOKS (names, comma-separated): webhooks this worker notifies for every run it
     starts, beside those the run's spec names (docs/NOTIFICATIONS.md)."""
+    # What a run spec may name, configured here on the worker (docs/SECURITY.md, "Trust boundaries"):
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """The MCP servers this worker offers (LONGRUN_MCP_CONFIG, LONGRUN_MCP_<NAME>; longrun.mcp.config)."""
+    allow_unsandboxed: bool = False
+    """LONGRUN_ALLOW_UNSANDBOXED=1: runs whose spec asks for `sandbox: none` may run here (also when
+    LONGRUN_SANDBOX=none makes every run unsandboxed anyway)."""
+    allowed_base_urls: tuple[str, ...] = ()
+    """LONGRUN_ALLOWED_BASE_URLS (comma-separated): `openai-compatible` servers a run's `base_url`
+    may name, besides LONGRUN_OPENAI_BASE_URL."""
+
+    def base_urls(self) -> tuple[str, ...]:
+        """Every `base_url` a run may name on this worker."""
+        return tuple(u for u in (self.compatible_base_url, *self.allowed_base_urls) if u)
+
+    def unsandboxed_allowed(self) -> bool:
+        return self.allow_unsandboxed or self.sandbox == "none"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -98,4 +117,21 @@ class Settings:
             sandbox=cast(SandboxMode, sandbox),
             sandbox_expose=tuple(p for p in os.environ.get("LONGRUN_SANDBOX_EXPOSE", "").split(os.pathsep) if p),
             webhooks=parse_webhook_names(os.environ.get(WEBHOOKS_VARIABLE, "")),
+            mcp_servers=mcp_config.load(os.environ),
+            allow_unsandboxed=_flag("LONGRUN_ALLOW_UNSANDBOXED"),
+            allowed_base_urls=tuple(u.strip() for u in os.environ.get(ALLOWED_BASE_URLS_VARIABLE, "").split(",")
+                                    if u.strip()),
         )
+
+
+def _flag(variable: str) -> bool:
+    """A yes/no setting: 1, true or yes (any case) is yes; unset or empty is no.
+
+    Raises:
+        ConfigError: any other value (a typo should not silently mean no)."""
+    value = os.environ.get(variable, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise ConfigError(f"{variable}={value!r}: use 1 (yes) or 0 (no)")

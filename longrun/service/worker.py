@@ -19,6 +19,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
+from longrun.activities.trust import WorkerTrust
+from longrun.mcp.config import McpDirectory
 from longrun.providers import Provider, get_provider
 from longrun.service.settings import Settings
 from longrun.store import Store
@@ -45,6 +47,7 @@ class ProviderCache:
                 model, api_key=s.anthropic_api_key, base_url=s.anthropic_base_url,
                 openai_api_key=s.openai_api_key, openai_base_url=s.openai_base_url,
                 compatible_api_key=s.compatible_api_key, compatible_base_url=s.compatible_base_url,
+                allowed_base_urls=s.base_urls(),
             )
         return self._cache[model]
 
@@ -63,6 +66,13 @@ def worker_sandbox(settings: Settings) -> SandboxPolicy:
     return SandboxPolicy(
         mode=settings.sandbox, hide=(str(settings.home),), expose=settings.sandbox_expose
     )
+
+
+def worker_trust(settings: Settings) -> WorkerTrust:
+    """What a run spec may name on this worker: its configured MCP servers, `sandbox: none` only
+    when LONGRUN_ALLOW_UNSANDBOXED (or LONGRUN_SANDBOX=none) says so, and its base URLs."""
+    return WorkerTrust(mcp=McpDirectory(settings.mcp_servers), allow_unsandboxed=settings.unsandboxed_allowed(),
+                       base_urls=settings.base_urls())
 
 
 def build_worker(
@@ -86,6 +96,7 @@ def build_worker(
         sandbox=worker_sandbox(settings),
         webhooks=WebhookDirectory.from_env(defaults=settings.webhooks),
         worktrees=settings.home / "worktrees",
+        trust=worker_trust(settings),
     )
     activities = AgentActivities(deps)
     return Worker(
@@ -112,5 +123,7 @@ async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
-        print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; Ctrl-C stops it", flush=True)
+        offered = ", ".join(s.name for s in settings.mcp_servers) or "none"
+        print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; MCP servers "
+              f"offered: {offered}; Ctrl-C stops it", flush=True)
         await stop.wait()

@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from longrun.errors import RunExistsError, RunNotFoundError, StoreError
 from longrun.models import GENESIS_HASH, Message, RunSpec, RunStatus, TaskState, chain_hash, utcnow
 from longrun.models.audit import RunStarted
+from longrun.models.mcp import STORED_SPEC
 from longrun.models.state import MAX_TEXT
 from longrun.store.audit import AuditMixin
 from longrun.store.chain import state_version_payload
@@ -163,7 +164,7 @@ class RunsMixin(TranscriptMixin, AuditMixin):
     def _run_record(row: Any) -> RunRecord:
         """A `RunRecord` of a `runs` row (an ORM row or a named tuple with its columns)."""
         try:
-            spec = RunSpec.model_validate(row.spec)
+            spec = RunSpec.model_validate(row.spec, context=STORED_SPEC)  # old MCP entries load, never run
         except ValidationError as exc:
             raise StoreError(f"stored spec of run {row.run_id} does not parse: {_fields(exc)}") from exc
         return RunRecord(

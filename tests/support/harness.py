@@ -72,11 +72,13 @@ async def running_worker(
     provider_for: Callable[[str], Any] | None = None,
     registry: ToolRegistry | None = None,
     task_queue: str | None = None,
+    settings: Settings | None = None,
 ):
     """An in-process worker; `provider` replaces every model, `provider_for(model)` chooses one
-    per model (else the real provider table)."""
+    per model (else the real provider table). `settings` (default: from the environment) is the
+    worker's configuration: its MCP servers, whether it allows `sandbox: none`, its base URLs."""
     task_queue = task_queue or f"tq-{uuid.uuid4().hex[:10]}"
-    settings = Settings.from_env()
+    settings = settings or Settings.from_env()
     if provider_for is None:
         provider_for = (lambda _model: provider) if provider is not None else ProviderCache(settings)
     worker = build_worker(

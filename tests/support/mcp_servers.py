@@ -1,9 +1,12 @@
-"""Starting the test MCP server (`tests/support/mcp_server.py`) the ways a run reaches one: as a
-stdio command in a spec, or as a real streamable HTTP server on 127.0.0.1 in a subprocess."""
+"""Starting the test MCP server (`tests/support/mcp_server.py`) the ways a worker reaches one: as a
+stdio command configured on the worker, or as a real streamable HTTP server on 127.0.0.1 in a
+subprocess. Servers are the worker's configuration (`worker_settings`, or LONGRUN_MCP_CONFIG for
+a worker in its own process); a run's spec only names them."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 import subprocess
@@ -12,15 +15,33 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from longrun.models.mcp import McpServer
+from longrun.models.mcp import McpServer, McpServerConfig, McpServerRef
+from longrun.service.settings import Settings
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 
 
-def stdio_server(name: str, state: Path, *, malicious: bool = False, **fields: object) -> McpServer:
-    """A spec entry that makes the worker start the test server over stdio."""
+def stdio_config(name: str, state: Path, *, malicious: bool = False, **fields: object) -> McpServerConfig:
+    """A worker's configuration of the test server over stdio."""
     command = [sys.executable, str(SERVER), "--state", str(state), *(["--malicious"] if malicious else [])]
-    return McpServer.model_validate({"name": name, "transport": "stdio", "command": command, **fields})
+    return McpServerConfig.model_validate({"name": name, "transport": "stdio", "command": command, **fields})
+
+
+def stdio_server(name: str, state: Path, *, malicious: bool = False, read_only_tools: list[str] | None = None,
+                 idempotent_tools: list[str] | None = None, **fields: object) -> McpServer:
+    """The test server over stdio as a worker calls it for a run (its configuration and the run's
+    declarations), for the client and tool parts on their own."""
+    ref = McpServerRef(name=name, read_only_tools=read_only_tools or [], idempotent_tools=idempotent_tools or [])
+    return stdio_config(name, state, malicious=malicious, **fields).for_run(ref)
+
+
+def http_config(name: str, url: str, **fields: object) -> McpServerConfig:
+    return McpServerConfig.model_validate({"name": name, "transport": "http", "url": url, **fields})
+
+
+def worker_settings(*servers: McpServerConfig) -> Settings:
+    """The worker's settings from the environment, offering `servers`."""
+    return dataclasses.replace(Settings.from_env(), mcp_servers=servers)
 
 
 def _free_port() -> int:

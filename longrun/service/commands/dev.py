@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "run at once, on one machine or many: they share only PostgreSQL and the Temporal server.",
     )
     worker.add_argument("--task-queue", help="task queue (default $LONGRUN_TASK_QUEUE, else 'longrun')")
+    worker.add_argument("--mcp-config", metavar="PATH",
+                        help="a TOML or JSON file of the MCP servers this worker offers to runs (default "
+                        "$LONGRUN_MCP_CONFIG; LONGRUN_MCP_<NAME> variables add to it); see docs/CONFIGURATION.md")
     worker.set_defaults(func=cmd_worker)
 
 
@@ -82,5 +85,9 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     cfg = settings()
     if args.task_queue:
         cfg = dataclasses.replace(cfg, task_queue=args.task_queue)
+    if args.mcp_config:
+        from longrun.mcp import config as mcp_config
+
+        cfg = dataclasses.replace(cfg, mcp_servers=mcp_config.load(path=args.mcp_config))
     await run_worker(cfg)
     return EXIT_OK

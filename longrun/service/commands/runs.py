@@ -67,8 +67,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                     "Default: $LONGRUN_MODEL, else Claude when ANTHROPIC_API_KEY is set, else scripted")
     st.add_argument("--base-url", metavar="URL",
                     help="openai-compatible only: the server's OpenAI base URL, e.g. http://127.0.0.1:11434/v1 "
-                    "(kept in the run's spec; default: the workers' LONGRUN_OPENAI_BASE_URL). Its key, if it needs "
-                    "one, is the workers' LONGRUN_OPENAI_API_KEY")
+                    "(kept in the run's spec; default: the workers' LONGRUN_OPENAI_BASE_URL). The workers connect "
+                    "only to their LONGRUN_OPENAI_BASE_URL or a URL their LONGRUN_ALLOWED_BASE_URLS lists. Its key, "
+                    "if it needs one, is the workers' LONGRUN_OPENAI_API_KEY")
     st.add_argument("--context-window", type=int, metavar="TOKENS",
                     help="openai-compatible only: the window the server was started with (default 32768)")
     st.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens one model request may take")
@@ -87,7 +88,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
     st.add_argument("--sandbox", choices=SANDBOX_MODES,
                     help="where run_command runs: bwrap, unshare, none (no sandbox: commands see what the worker "
-                    "sees), or auto (default: the worker's LONGRUN_SANDBOX, else bwrap, else unshare, else refused)")
+                    "sees; only on workers with LONGRUN_ALLOW_UNSANDBOXED=1), or auto (default: the worker's "
+                    "LONGRUN_SANDBOX, else bwrap, else unshare, else refused)")
     st.add_argument("--allow-network", action="store_true", help="commands keep the network (default: none)")
     st.add_argument("--webhook", action="append", default=[], metavar="NAME",
                     help="a webhook told about approvals, questions and the end of the run (repeatable); the workers "
@@ -187,7 +189,8 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
     else:
         refuse_dirty_workspace(workspace)
     try:
-        extra["mcp_servers"] = mcp_cli.servers(args)
+        offered = [s.name for s in settings().mcp_servers] or None  # None: this machine cannot see the workers'
+        extra["mcp_servers"] = mcp_cli.servers(args, offered)
     except ValueError as exc:
         raise usage_error(f"{exc} (nothing was started)") from exc
     try:
@@ -245,8 +248,13 @@ async def cmd_start(args: argparse.Namespace) -> int:
             for name in (n for n in spec.webhooks if not os.environ.get(url_variable(n))):
                 print(f"note: {url_variable(name)} is not set here; the workers need it to notify webhook {name}",
                       file=sys.stderr)
-            for var in (v for v in mcp_cli.secret_variables(spec.mcp_servers) if not os.environ.get(v)):
-                print(f"note: {var} is not set here; the workers need it for an MCP server", file=sys.stderr)
+            if spec.mcp_servers and not cfg.mcp_servers:
+                print(f"note: the workers must offer MCP server(s) {', '.join(s.name for s in spec.mcp_servers)} "
+                      "(LONGRUN_MCP_<NAME> or LONGRUN_MCP_CONFIG where they run); one they lack is skipped, and "
+                      "the audit says why", file=sys.stderr)
+            if spec.sandbox == "none" and not cfg.unsandboxed_allowed():
+                print("note: workers run a `sandbox: none` run only with LONGRUN_ALLOW_UNSANDBOXED=1 (not set here); "
+                      "elsewhere it fails at its start", file=sys.stderr)
             print(f"follow it: longrun watch {run_id}", file=sys.stderr)
         if not args.wait:
             return EXIT_OK
