@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from longrun.errors import ConfigError
 
@@ -62,6 +62,24 @@ _PLAIN_WORD = (
     r"(?P<secret>[A-Za-z][A-Za-z_\-]{3,63})(?![A-Za-z0-9_\-.(\[{:])"
 )
 
+# `.netrc` (curl, git, pip, ftp read it): `machine HOST login USER password PW` on one line, or the
+# tokens one per line. Case-sensitive, as netrc's keywords are; on one line the host must look like
+# one (a dot in it) or a `login`/`account` pair must come first, and a line of its own must hold
+# nothing but `password PW` (with a `login` pair before it), so prose that says "password" stays.
+_NETRC_PAIR = r"[ \t]++(?:login|account|port)[ \t]++\S++"
+_NETRC_INLINE = (
+    rf"(?<![A-Za-z0-9_\-])(?:machine[ \t]++(?:(?=[^\s.]*+\.)\S++(?:{_NETRC_PAIR}){{0,3}}|\S++(?:{_NETRC_PAIR}){{1,3}})"
+    rf"|default(?:{_NETRC_PAIR}){{1,3}})[ \t]++password[ \t]++(?P<secret>\S++)"
+)
+_NETRC_LINE = r"(?m)^[ \t]*+(?:(?:login|account)[ \t]++\S++[ \t]++)?password[ \t]++(?P<secret>\S++)[ \t]*+\r?$"
+# An environment variable named `*_KEY` (`SENTRY_AUTH_KEY=...`, `export SIGNING_KEY='...'`, a compose
+# file's `ENCRYPTION_KEY: ...`): upper case as environments are, and a value of 12 or more token
+# characters with a digit, so `SORT_KEY=name`, `PRIMARY_KEY = True` and `API_KEY_NAME=header` stay.
+_ENV_KEY = (
+    r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]{0,60}_KEY[\"']?[ \t]*+[:=](?!=)[ \t]*+[\"']?"
+    r"(?P<secret>(?=[A-Za-z0-9_\-+/=.~]{0,63}[0-9])[A-Za-z0-9_\-+/=.~]{12,})(?![A-Za-z0-9_\-+/=.~])"
+)
+
 # Start of a token: not preceded by a character that could continue it.
 _B = r"(?<![A-Za-z0-9_\-])"
 _E = r"(?![A-Za-z0-9_\-])"
@@ -72,9 +90,14 @@ _ASSIGN = r"""["']?\s*(?<![=!<>])(?::|=)(?!=)\s*"""
 # within the value's first _SYMBOL_WITHIN characters: an unbounded look-ahead rescans the rest of a
 # token from every keyword in it, and `pwd:pwd:pwd:...` made redaction quadratic.
 _SYMBOL_WITHIN = 64
+_CHAR = r"""[^\s"'`,;&()\[\]{}<>$]"""
+# An `&` inside an unquoted value (`password: abc&def123`, YAML and .env files), but not one that
+# starts the next parameter of a URL query (`?token=abc123&x=1`), and never a value's first
+# character (`let password = &args[1];` is Rust, not a secret).
+_AMP = rf"&(?![A-Za-z0-9_.\-]{{1,64}}=)(?={_CHAR})"
 _VALUE = (
     r"""(?:(?P<q>["'])(?P<secret>[^"'\r\n\[\]{}$<>]{4,})(?P=q)"""
-    rf"""|(?P<secret2>(?=[^\s"'`,;&()\[\]{{}}<>$]{{0,{_SYMBOL_WITHIN - 1}}}[0-9!@#%^*+/=~])[^\s"'`,;&()\[\]{{}}<>$]{{4,}}))"""
+    rf"""|(?P<secret2>(?=(?:{_CHAR}|{_AMP}){{0,{_SYMBOL_WITHIN - 1}}}(?:[0-9!@#%^*+/=~]|{_AMP})){_CHAR}(?:{_CHAR}|{_AMP}){{3,}}))"""
 )
 
 
@@ -87,7 +110,8 @@ def _assignment(kind: str, keys: str, hints: tuple[str, ...]) -> SecretPattern:
 _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # base64 lines, and the `Name: value` header lines of an armored (PGP) or encrypted PEM block
-_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|(?<=\n)[A-Za-z][A-Za-z0-9\-]{0,40}: [^\n]{0,200}\n)*")
+# (`\\n` too: a key in a JSON string, whose line breaks are backslash and n, cut before its END)
+_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|\\[nr]|(?<=\n)[A-Za-z][A-Za-z0-9\-]{0,40}: [^\n]{0,200}\n)*")
 
 
 def _redact_private_keys(text: str) -> str:
@@ -119,6 +143,78 @@ def _redact_private_keys(text: str) -> str:
         return text
     out.append(text[pos:])
     return "".join(out)
+
+
+# --- files that hold a private key ---------------------------------------------------------------
+
+PRIVATE_KEY_FILE = "[REDACTED:private_key_file]"
+"""What a reader shows instead of any line of a file that holds a private key."""
+PRIVATE_KEY_SCAN_BYTES = 64 << 20
+"""A file up to this size is scanned whole; a larger one through what was shown plus a megabyte
+(more than any key block spans), so a read of its first lines does not read gigabytes."""
+_KEY_WINDOW = 1 << 20
+_CHUNK = 1 << 16
+_OVERLAP = 256  # longer than any mark, so a mark across two chunks is found
+# An armor line of a private key block (PEM, PKCS#8, encrypted, OpenSSH, PGP) that is a line of its
+# own: followed by a line break, or, an END line, preceded by one (indented in YAML). A line that
+# holds the armor in quotes (code that recognises keys, `"-----BEGIN ...-----"`) is not one. Then
+# the first base64 characters of an OpenSSH key's body ("openssh-key-v1"), and a PuTTY key file.
+_KEY_MARK = (
+    r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[ \t]{0,8}\r?\n"
+    r"|\n[ \t]{0,64}-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"|b3BlbnNzaC1rZXktdjE"
+    r"|PuTTY-User-Key-File-[0-9]{1,3}: "
+)
+_KEY_MARK_STR = re.compile(_KEY_MARK)
+_KEY_MARK_BYTES = re.compile(_KEY_MARK.encode())
+_KEY_HINTS = (b"PRIVATE KEY", b"b3BlbnNzaC1rZXktdjE", b"PuTTY-User-Key-File-")
+
+
+def holds_private_key(data: str | bytes) -> bool:
+    """Whether `data` (a whole file, or the part of it a reader holds) contains a private key.
+
+    A reader that shows part of a file asks this of the whole file: the `private_key` pattern
+    needs a key's BEGIN line, so a slice past it (`read_file` with an offset, `grep` for base64 lines)
+    would show the key's body. Linear: substring tests, then one regex without nested repetition.
+    """
+    if isinstance(data, str):
+        return any(h.decode() in data for h in _KEY_HINTS) and _KEY_MARK_STR.search(data) is not None
+    return any(h in data for h in _KEY_HINTS) and _KEY_MARK_BYTES.search(data) is not None
+
+
+def private_key_note(path: str) -> str:
+    """The note a reader adds where it hid a file's lines (`PRIVATE_KEY_FILE`)."""
+    return (f"[{path} holds a private key, so none of its lines is shown, whatever the offset or pattern: "
+            "a run has no use for a key's text. Use the key through a command the run allows, "
+            "or ask a human if its content matters]")
+
+
+def file_holds_private_key(f: BinaryIO, shown_until: int) -> bool:
+    """Whether the open file `f` holds a private key, scanned in bounded chunks from its start.
+
+    Args:
+        f: the file a reader has open (binary, seekable); its position is restored.
+        shown_until: the byte offset up to which the reader read what it shows. The scan covers
+            the whole file up to PRIVATE_KEY_SCAN_BYTES, and in any case this offset plus a
+            megabyte, so a key around what is shown is always found.
+    """
+    stop = max(PRIVATE_KEY_SCAN_BYTES, shown_until + _KEY_WINDOW)
+    pos = f.tell()
+    try:
+        f.seek(0)
+        tail, done = b"", 0
+        while done < stop:
+            chunk = f.read(min(_CHUNK, stop - done))
+            if not chunk:
+                return False
+            done += len(chunk)
+            data = tail + chunk
+            if holds_private_key(data):
+                return True
+            tail = data[-_OVERLAP:]
+        return False
+    finally:
+        f.seek(pos)
 
 
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
@@ -155,6 +251,9 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
        re.IGNORECASE),
     _p("url_password", _URL_PASSWORD, ("://",)),
     _p("pgpass", _PGPASS, (":",)),
+    _p("netrc_password", _NETRC_INLINE, ("password",)),
+    _p("netrc_password", _NETRC_LINE, ("password",)),
+    _p("env_key", _ENV_KEY, ("_key",)),
     _assignment("password", r"password|passwd|passphrase|pwd", ("pass", "pwd")),
     _p("password", _PLAIN_WORD, ("pass",), re.IGNORECASE),
     _assignment("api_key", r"api[_\-]?key|access[_\-]?key|private[_\-]?key|secret[_\-]?key", ("key",)),

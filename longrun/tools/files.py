@@ -23,6 +23,7 @@ from typing import Any
 
 from longrun.errors import ToolError
 from longrun.models.state import NextAction
+from longrun.redact import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
 from longrun.tools._text import MAX_LINE_BYTES, bounded_lines, decode, looks_binary
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
 from longrun.tools.paths import SKIP_DIRS, check_write_path, confine, relative
@@ -190,6 +191,8 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             repaired |= bad
             cut_lines |= cut
             out.append(f"{lineno:>6}\t{text}" + (" [line truncated]" if cut else ""))
+        if out and file_holds_private_key(f, shown_until=f.tell()):
+            return ToolOutcome(text=f"{PRIVATE_KEY_FILE}\n{private_key_note(path)}")
     notes: list[str] = []
     if binary:
         notes.append("[binary file: it contains NUL bytes; shown decoded as UTF-8 with replacement characters]")
