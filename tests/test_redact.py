@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -134,13 +133,13 @@ def test_default_redactor_is_cached() -> None:
     assert default_redactor() is default_redactor()
 
 
-def test_large_text_is_fast() -> None:
+def test_large_text_is_redacted_to_its_end() -> None:
+    """9 MB of code that names tokens and passwords: only the key at the end changes. (Time goes
+    to `python -m bench.run --only redaction`; a wall-clock bound here failed on a loaded machine.)"""
     chunk = "def handler(token: str, max_tokens: int = 4096) -> dict:\n    return {'password': check(pw)}\n"
     text = chunk * 100_000 + f"\n{ANT}\n"  # ~9 MB
-    start = time.perf_counter()
     out = R.redact(text)
-    assert time.perf_counter() - start < 5.0
-    assert out.endswith("[REDACTED:anthropic_key]\n")
+    assert out == chunk * 100_000 + "\n[REDACTED:anthropic_key]\n"
 
 
 # ------------------------------------------------------------------ issue 15, finding 5: the gaps
