@@ -38,6 +38,7 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "`.netrc` keyword chains": _repeat("machine a login b account c password "),
     "`*_KEY:` names, no value": _repeat("A_KEY:B_KEY= C_KEY"),
     "`&` inside values": _repeat("password: a&b&c1&"),
+    "`digit:` runs on one line": _repeat("0:"),
 }
 KEY_FILE_INPUTS: dict[str, Callable[[int], str]] = {
     "armor lines, no line break": _repeat("-----BEGIN RSA PRIVATE KEY-----"),

@@ -44,6 +44,32 @@ def _p(kind: str, pattern: str, hints: tuple[str, ...] = (), flags: int = 0) -> 
     return SecretPattern(kind, re.compile(pattern, flags), hints)
 
 
+# A tool's prefix of a line: read_file's `{lineno:>6}\t`, grep's `relpath:lineno:`.
+_TOOL_LINE_PREFIX = re.compile(r"[ ]{0,9}[0-9]{1,12}\t|[^\n:]{1,4096}:[0-9]{1,12}:")
+
+
+def _line_rule(kind: str, pattern: str, hints: tuple[str, ...]) -> SecretPattern:
+    """A pattern for a line of its own (a `.pgpass` line, a multi-line `.netrc`'s `password`),
+    matched at each line's start and, where read_file or grep put their prefix before the line, at
+    the end of it. Not `(?m)^` with a look-behind for the prefixes: every `digit:` of a line would
+    start a new attempt that scans to the line's end, which is quadratic on `0:0:0:...`."""
+    rx = re.compile(pattern)
+
+    def substitute(text: str) -> str:
+        out: list[str] = []
+        changed = False
+        for line in text.splitlines(keepends=True):
+            m = rx.match(line)
+            if m is None and (prefix := _TOOL_LINE_PREFIX.match(line)) is not None:
+                m = rx.match(line, prefix.end())
+            if m is not None:
+                line, changed = line[: m.start()] + _replace(kind, m) + line[m.end():], True
+            out.append(line)
+        return "".join(out) if changed else text
+
+    return SecretPattern(kind, rx, hints, substitute=substitute)
+
+
 # A URL's password: the text between `user:` and the last `@` (within 256 characters) that a host
 # follows, so an unencoded `/`, `#` or `@` in it is covered; a port followed by a path
 # (`host:443/@scope/pkg`) is not a password.
@@ -52,7 +78,7 @@ _URL_PASSWORD = (
     r"(?!\d{1,5}(?:[/?#]|$))(?P<secret>[^\s\"'<>\[\]]{1,256})@(?=[A-Za-z0-9\[])"
 )
 # A `.pgpass` line: host:port:database:user:password (`*` for any field but the password).
-_PGPASS = r"(?m)^[A-Za-z0-9_.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<secret>[^\s:][^\s]{3,})$"
+_PGPASS = r"[A-Za-z0-9_.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<secret>[^\s:][^\s]{3,})\r?$"
 # `password=word` with a plain word (no digit or symbol, which `_VALUE` requires): only after `=`,
 # a word that is not code (`password=password`, `password=None`, `password = getpass()`).
 _PLAIN_WORD = (
@@ -71,7 +97,7 @@ _NETRC_INLINE = (
     rf"(?<![A-Za-z0-9_\-])(?:machine[ \t]++(?:(?=[^\s.]*+\.)\S++(?:{_NETRC_PAIR}){{0,3}}|\S++(?:{_NETRC_PAIR}){{1,3}})"
     rf"|default(?:{_NETRC_PAIR}){{1,3}})[ \t]++password[ \t]++(?P<secret>\S++)"
 )
-_NETRC_LINE = r"(?m)^[ \t]*+(?:(?:login|account)[ \t]++\S++[ \t]++)?password[ \t]++(?P<secret>\S++)[ \t]*+\r?$"
+_NETRC_LINE = r"[ \t]*+(?:(?:login|account)[ \t]++\S++[ \t]++)?password[ \t]++(?P<secret>\S++)[ \t]*+\r?$"
 # An environment variable named `*_KEY` (`SENTRY_AUTH_KEY=...`, `export SIGNING_KEY='...'`, a compose
 # file's `ENCRYPTION_KEY: ...`): upper case as environments are, and a value of 12 or more token
 # characters with a digit, so `SORT_KEY=name`, `PRIMARY_KEY = True` and `API_KEY_NAME=header` stay.
@@ -251,9 +277,9 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     _p("basic_auth", r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})", ("basic",),
        re.IGNORECASE),
     _p("url_password", _URL_PASSWORD, ("://",)),
-    _p("pgpass", _PGPASS, (":",)),
+    _line_rule("pgpass", _PGPASS, (":",)),
     _p("netrc_password", _NETRC_INLINE, ("password",)),
-    _p("netrc_password", _NETRC_LINE, ("password",)),
+    _line_rule("netrc_password", _NETRC_LINE, ("password",)),
     _p("env_key", _ENV_KEY, ("_key",)),
     _assignment("password", r"password|passwd|passphrase|pwd", ("pass", "pwd")),
     _p("password", _PLAIN_WORD, ("pass",), re.IGNORECASE),

@@ -297,3 +297,11 @@ def test_a_key_in_a_json_string_cut_before_its_end_is_redacted() -> None:
 ])
 def test_the_issue_24_patterns_leave_code_and_prose_alone(text: str) -> None:
     assert R.redact(text) == text
+
+
+@pytest.mark.parametrize("prefix", ["", "     3\t", "config/.netrc:12:"])
+def test_line_rules_hold_inside_read_file_and_grep_prefixes(prefix: str) -> None:
+    """read_file shows `{lineno:>6}\\t{line}` and grep `relpath:lineno:line`: a rule for a line of
+    its own (a multi-line .netrc's `password`, a `.pgpass` line) must see through the prefix."""
+    assert R.redact(f"{prefix}  password correcthorse") == f"{prefix}  password [REDACTED:netrc_password]"
+    assert R.redact(f"{prefix}db.internal:5432:prod:app:Tr0ub4dor&3") == f"{prefix}db.internal:5432:prod:app:[REDACTED:pgpass]"
