@@ -39,6 +39,7 @@ INPUTS: dict[str, Callable[[int], str]] = {
     "`*_KEY:` names, no value": _repeat("A_KEY:B_KEY= C_KEY"),
     "`&` inside values": _repeat("password: a&b&c1&"),
     "`digit:` runs on one line": _repeat("0:"),
+    "OpenSSH body starts, base64 lines": _repeat("b3BlbnNzaC1rZXktdjE\nAAAAAAAA\n  QUJD\n"),
 }
 KEY_FILE_INPUTS: dict[str, Callable[[int], str]] = {
     "armor lines, no line break": _repeat("-----BEGIN RSA PRIVATE KEY-----"),

@@ -141,6 +141,14 @@ _PEM_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|\\[nr]|(?<=\n)[A-Za-z][A-Za-z0-9\-]{0,40}: [^\n]{0,200}\n)*")
 
 
+# An OpenSSH key's body without its BEGIN line (a command's `tail -n +2 id_ed25519`): its first
+# base64 characters say "openssh-key-v1"; the base64 lines after it go too (read_file's prefix allowed).
+_OPENSSH_BODY = (
+    r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*+"
+    r"(?:\r?\n(?:[ ]{0,9}[0-9]{1,12}\t)?[ \t]*+[A-Za-z0-9+/=]{8,}+(?=\r?\n|$))*+"
+)
+
+
 def _redact_private_keys(text: str) -> str:
     """Each private key block (PEM, OpenSSH, PGP's `PRIVATE KEY BLOCK`), from its BEGIN line to the
     first END line after it, or, with no END line (a truncated block), through the base64 (and the
@@ -246,6 +254,7 @@ def file_holds_private_key(f: BinaryIO, shown_until: int) -> bool:
 
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("private_key", _PEM_BEGIN, ("private key",), substitute=_redact_private_keys),
+    _p("private_key", _OPENSSH_BODY, ("b3blbnnzac1rzxktdje",)),
     _p("anthropic_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _E, ("sk-ant-",)),
     _p("openai_key", _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _E, ("sk-",)),
     _p("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])", ("akia", "asia", "abia", "acca")),

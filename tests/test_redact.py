@@ -305,3 +305,14 @@ def test_line_rules_hold_inside_read_file_and_grep_prefixes(prefix: str) -> None
     its own (a multi-line .netrc's `password`, a `.pgpass` line) must see through the prefix."""
     assert R.redact(f"{prefix}  password correcthorse") == f"{prefix}  password [REDACTED:netrc_password]"
     assert R.redact(f"{prefix}db.internal:5432:prod:app:Tr0ub4dor&3") == f"{prefix}db.internal:5432:prod:app:[REDACTED:pgpass]"
+
+
+def test_an_openssh_key_body_without_its_begin_line_is_redacted() -> None:
+    """A command's `tail -n +2 id_ed25519`: the body's first characters say "openssh-key-v1"."""
+    magic = "b3BlbnNzaC1" + "rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    lines = [magic, "QyNTUxOQAAACDjKqp5Fc65tEnRulDqKiy7Gm4B+QvaJFotHYdpfRiiZQAAAJgAAAAAAAAAAA",
+             "AAtzc2gtZWQyNTUxOQAAACDjKqp5Fc65tEnRulDqKiy7Gm4B+QvaJFotHYdpfRiiZQ=="]
+    out = R.redact("$ tail -n +2 id_ed25519\n" + "\n".join(lines) + "\n" + "-----END OPENSSH " + "PRIVATE KEY-----\n")
+    assert out == "$ tail -n +2 id_ed25519\n[REDACTED:private_key]\n" + "-----END OPENSSH " + "PRIVATE KEY-----\n"
+    numbered = "".join(f"{n:>6}\t{line}\n" for n, line in enumerate(lines, 2))
+    assert R.redact(numbered) == "     2\t[REDACTED:private_key]\n"

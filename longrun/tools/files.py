@@ -4,7 +4,9 @@ file effects share (`apply_patch` is in `patch`, `move_path`/`delete_path`/`make
 Output formats are a contract (the scripted agent parses them):
 - list_dir: one entry per line, sorted, directories end with "/".
 - read_file: `f"{lineno:>6}\\t{text}"` per line, like `cat -n`.
-Both add notes as lines in square brackets (`[truncated: ...]`, `[invalid UTF-8: ...]`).
+Both add notes as lines in square brackets (`[truncated: ...]`, `[invalid UTF-8: ...]`). A file that
+holds a private key is shown as `[REDACTED:private_key_file]` and a note, whatever the offset
+(`longrun.redact.file_holds_private_key`).
 
 Writes are atomic (a temporary file in the same directory, then `os.replace`), so after a crash
 the target holds either the old bytes or the new ones; that is what makes their reconcile

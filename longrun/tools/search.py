@@ -10,7 +10,9 @@ look-arounds, and a subprocess per call (ripgrep is not on every machine) costs 
 
 Symlinked directories are not followed and symlinked files that resolve outside the workspace
 are skipped, so a search never reads outside it. Binary files (a NUL byte in the first 8 KiB)
-are skipped; over-long lines are searched in their first MAX_LINE_BYTES bytes only.
+are skipped; over-long lines are searched in their first MAX_LINE_BYTES bytes only. A hit in a file
+that holds a private key shows `relpath:lineno:[REDACTED:private_key_file]`, never the line, with
+one note per such file.
 """
 
 from __future__ import annotations
