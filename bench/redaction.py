@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 
 from bench.report import Section, Table, mark, progress
-from longrun.redact import Redactor, holds_private_key
+from longrun.redact import Redactor
+from longrun.redact_files import holds_private_key
 
 SIZES = (10_000, 100_000, 1_000_000)
 LINEAR_ENOUGH = 20.0

@@ -10,9 +10,9 @@ hash from them, so what it shows is provably what an approval would bind.
 For file edits (`write_file`, `apply_patch` in each of its shapes) the view adds a unified diff
 against the files as they are now on this machine (in the run's worktree when it has a git change
 set), for `move_path` git's rename header, for `delete_path` the text removed, and for every file that runs code (`conftest.py`, a Makefile, a git
-hook, ...) the reason. A file that holds a private key gets no diff, only a note: a key's text is
-shown nowhere (`longrun.redact.holds_private_key`). The CLI prints it; the web console will render
-the same structure.
+hook, ...) the reason. A file that holds a private key gets no diff, only a note: a key's text
+is shown nowhere (`longrun.redact_files.holds_private_key`). The CLI prints it; the web console
+will render the same structure.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from longrun.models.audit import (
 )
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash, canonical_json
-from longrun.redact import holds_private_key
+from longrun.redact_files import holds_private_key
 from longrun.store import AuditRecord, Store
 from longrun.tools import patch
 from longrun.tools.autorun import runs_code_warnings

@@ -6,7 +6,7 @@ Output formats are a contract (the scripted agent parses them):
 - read_file: `f"{lineno:>6}\\t{text}"` per line, like `cat -n`.
 Both add notes as lines in square brackets (`[truncated: ...]`, `[invalid UTF-8: ...]`). A file that
 holds a private key is shown as `[REDACTED:private_key_file]` and a note, whatever the offset
-(`longrun.redact.file_holds_private_key`).
+(`longrun.redact_files.file_holds_private_key`).
 
 Writes are atomic (a temporary file in the same directory, then `os.replace`), so after a crash
 the target holds either the old bytes or the new ones; that is what makes their reconcile
@@ -25,7 +25,7 @@ from typing import Any
 
 from longrun.errors import ToolError
 from longrun.models.state import NextAction
-from longrun.redact import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
+from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
 from longrun.tools._text import MAX_LINE_BYTES, bounded_lines, decode, looks_binary
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
 from longrun.tools.paths import SKIP_DIRS, check_write_path, confine, relative

@@ -27,7 +27,7 @@ from typing import Any
 import regex
 
 from longrun.errors import ToolError
-from longrun.redact import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
+from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
 from longrun.tools._text import bounded_lines, decode, looks_binary
 from longrun.tools.base import Tool, ToolContext, ToolOutcome
 from longrun.tools.files import PATH_MAX, _path_check, os_errors_as_tool_errors
