@@ -95,6 +95,13 @@ def corpus(seed: int = 15) -> list[Case]:
     add("mailchimp key", "MAILCHIMP {s}", _rnd(r, 32, hexd) + "-us12")
     add("discord bot token", "DISCORD {s}", "M" + _rnd(r, 23) + "." + _rnd(r, 6) + "." + _rnd(r, 27))
     add("telegram bot token", "TELEGRAM {s}", _rnd(r, 10, string.digits) + ":AA" + _rnd(r, 33))
+    # the gaps of issue 24, finding 5
+    add(".netrc line", "machine api.example.com login deploy@example.com password {s}", _rnd(r, 20))
+    add(".netrc, multi-line", "machine git.example.com\n  login deploy\n  password {s}\n", _rnd(r, 16))
+    add("*_KEY= variable", "SENTRY_AUTH_KEY={s}", _rnd(r, 32, hexd))
+    add("yaml password with &", "  password: {s}", _rnd(r, 6) + "&" + _rnd(r, 9))
+    add("private key in a JSON string, cut", "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{s}",
+        "\\n".join(_rnd(r, 64, b64) for _ in range(3)))
 
     cases = [Case(name, template.replace("{s}", secret), secret) for name, template, secret in s]
     png = base64.b64encode(bytes(r.randrange(256) for _ in range(300))).decode()
@@ -121,6 +128,13 @@ def corpus(seed: int = 15) -> list[Case]:
         ("compiler output", "src/app.py:42:10: E501 line too long (99 > 88)"),
         ("prose", "Bearer tokens go in the Authorization header; a basic understanding helps"),
         ("random-looking identifier", "task-runner-skeleton-abcdefghijklmnopqrstu"),
+        # bait for the rules of issue 24, finding 5
+        ("*_KEY_NAME= setting", "API_KEY_NAME=header"),
+        ("SECRET_KEY from the environment", "SECRET_KEY=os.environ[\"DJANGO_SECRET_KEY\"]"),
+        ("yaml password placeholder", "password: ${DB_PASSWORD}"),
+        ("a reference in Rust", "let password = &args[1];"),
+        ("prose naming machine and password", "the machine learning course explains password hashing with bcrypt"),
+        ("a URL query naming password", "GET /search?q=password&page=2&token_type=bearer"),
     ]
     cases += [Case(name, text, None) for name, text in bait]
     return cases

@@ -12,6 +12,9 @@ idempotent (redacting redacted text changes nothing).
 Extra patterns come from `LONGRUN_REDACT_PATTERNS`: regular expressions separated by newlines, or
 by commas outside brackets and braces (so `[a-z]{3,8}` survives) when the value has no newline.
 Each is redacted as `[REDACTED:custom]` (only its `secret` group, if it has one).
+
+These patterns see text; a file that holds a private key is hidden whole by the readers that show
+file content, whatever slice they show (`longrun.redact_files`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,32 @@ def _p(kind: str, pattern: str, hints: tuple[str, ...] = (), flags: int = 0) -> 
     return SecretPattern(kind, re.compile(pattern, flags), hints)
 
 
+# A tool's prefix of a line: read_file's `{lineno:>6}\t`, grep's `relpath:lineno:`.
+_TOOL_LINE_PREFIX = re.compile(r"[ ]{0,9}[0-9]{1,12}\t|[^\n:]{1,4096}:[0-9]{1,12}:")
+
+
+def _line_rule(kind: str, pattern: str, hints: tuple[str, ...]) -> SecretPattern:
+    """A pattern for a line of its own (a `.pgpass` line, a multi-line `.netrc`'s `password`),
+    matched at each line's start and, where read_file or grep put their prefix before the line, at
+    the end of it. Not `(?m)^` with a look-behind for the prefixes: every `digit:` of a line would
+    start a new attempt that scans to the line's end, which is quadratic on `0:0:0:...`."""
+    rx = re.compile(pattern)
+
+    def substitute(text: str) -> str:
+        out: list[str] = []
+        changed = False
+        for line in text.splitlines(keepends=True):
+            m = rx.match(line)
+            if m is None and (prefix := _TOOL_LINE_PREFIX.match(line)) is not None:
+                m = rx.match(line, prefix.end())
+            if m is not None:
+                line, changed = line[: m.start()] + _replace(kind, m) + line[m.end():], True
+            out.append(line)
+        return "".join(out) if changed else text
+
+    return SecretPattern(kind, rx, hints, substitute=substitute)
+
+
 # A URL's password: the text between `user:` and the last `@` (within 256 characters) that a host
 # follows, so an unencoded `/`, `#` or `@` in it is covered; a port followed by a path
 # (`host:443/@scope/pkg`) is not a password.
@@ -52,7 +81,7 @@ _URL_PASSWORD = (
     r"(?!\d{1,5}(?:[/?#]|$))(?P<secret>[^\s\"'<>\[\]]{1,256})@(?=[A-Za-z0-9\[])"
 )
 # A `.pgpass` line: host:port:database:user:password (`*` for any field but the password).
-_PGPASS = r"(?m)^[A-Za-z0-9_.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<secret>[^\s:][^\s]{3,})$"
+_PGPASS = r"[A-Za-z0-9_.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<secret>[^\s:][^\s]{3,})\r?$"
 # `password=word` with a plain word (no digit or symbol, which `_VALUE` requires): only after `=`,
 # a word that is not code (`password=password`, `password=None`, `password = getpass()`).
 _PLAIN_WORD = (
@@ -60,6 +89,24 @@ _PLAIN_WORD = (
     r"(?!(?:none|null|nil|true|false|str|string|password|passwd|passphrase|pwd|secret|required|optional|self|"
     r"undefined|empty|input|getpass|os|env|config|settings|args|kwargs)(?![A-Za-z_\-]))"
     r"(?P<secret>[A-Za-z][A-Za-z_\-]{3,63})(?![A-Za-z0-9_\-.(\[{:])"
+)
+
+# `.netrc` (curl, git, pip, ftp read it): `machine HOST login USER password PW` on one line, or the
+# tokens one per line. Case-sensitive, as netrc's keywords are; on one line the host must look like
+# one (a dot in it) or a `login`/`account` pair must come first, and a line of its own must hold
+# nothing but `password PW` (with a `login` pair before it), so prose that says "password" stays.
+_NETRC_PAIR = r"[ \t]++(?:login|account|port)[ \t]++\S++"
+_NETRC_INLINE = (
+    rf"(?<![A-Za-z0-9_\-])(?:machine[ \t]++(?:(?=[^\s.]*+\.)\S++(?:{_NETRC_PAIR}){{0,3}}|\S++(?:{_NETRC_PAIR}){{1,3}})"
+    rf"|default(?:{_NETRC_PAIR}){{1,3}})[ \t]++password[ \t]++(?P<secret>\S++)"
+)
+_NETRC_LINE = r"[ \t]*+(?:(?:login|account)[ \t]++\S++[ \t]++)?password[ \t]++(?P<secret>\S++)[ \t]*+\r?$"
+# An environment variable named `*_KEY` (`SENTRY_AUTH_KEY=...`, `export SIGNING_KEY='...'`, a compose
+# file's `ENCRYPTION_KEY: ...`): upper case as environments are, and a value of 12 or more token
+# characters with a digit, so `SORT_KEY=name`, `PRIMARY_KEY = True` and `API_KEY_NAME=header` stay.
+_ENV_KEY = (
+    r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]{0,60}_KEY[\"']?[ \t]*+[:=](?!=)[ \t]*+[\"']?"
+    r"(?P<secret>(?=[A-Za-z0-9_\-+/=.~]{0,63}[0-9])[A-Za-z0-9_\-+/=.~]{12,})(?![A-Za-z0-9_\-+/=.~])"
 )
 
 # Start of a token: not preceded by a character that could continue it.
@@ -72,9 +119,15 @@ _ASSIGN = r"""["']?\s*(?<![=!<>])(?::|=)(?!=)\s*"""
 # within the value's first _SYMBOL_WITHIN characters: an unbounded look-ahead rescans the rest of a
 # token from every keyword in it, and `pwd:pwd:pwd:...` made redaction quadratic.
 _SYMBOL_WITHIN = 64
+_CHAR = r"""[^\s"'`,;&()\[\]{}<>$]"""
+# An `&` inside an unquoted value (`password: abc&def123`, YAML and .env files), but not one that
+# starts the next parameter of a URL query (`?token=abc123&x=1`), and never a value's first
+# character (`let password = &args[1];` is Rust, not a secret). The look-ahead for a digit or symbol
+# takes `&` as one, in a plain character class: an alternation there made `pwd:pwd:...` 3x slower.
+_AMP = rf"&(?![A-Za-z0-9_.\-]{{1,64}}=)(?={_CHAR})"
 _VALUE = (
     r"""(?:(?P<q>["'])(?P<secret>[^"'\r\n\[\]{}$<>]{4,})(?P=q)"""
-    rf"""|(?P<secret2>(?=[^\s"'`,;&()\[\]{{}}<>$]{{0,{_SYMBOL_WITHIN - 1}}}[0-9!@#%^*+/=~])[^\s"'`,;&()\[\]{{}}<>$]{{4,}}))"""
+    rf"""|(?P<secret2>(?=[^\s"'`,;()\[\]{{}}<>$]{{0,{_SYMBOL_WITHIN - 1}}}[0-9!@#%^*+/=~&]){_CHAR}(?:{_CHAR}|{_AMP}){{3,}}))"""
 )
 
 
@@ -87,7 +140,16 @@ def _assignment(kind: str, keys: str, hints: tuple[str, ...]) -> SecretPattern:
 _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # base64 lines, and the `Name: value` header lines of an armored (PGP) or encrypted PEM block
-_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|(?<=\n)[A-Za-z][A-Za-z0-9\-]{0,40}: [^\n]{0,200}\n)*")
+# (`\\n` too: a key in a JSON string, whose line breaks are backslash and n, cut before its END)
+_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|\\[nr]|(?<=\n)[A-Za-z][A-Za-z0-9\-]{0,40}: [^\n]{0,200}\n)*")
+
+
+# An OpenSSH key's body without its BEGIN line (a command's `tail -n +2 id_ed25519`): its first
+# base64 characters say "openssh-key-v1"; the base64 lines after it go too (read_file's prefix allowed).
+_OPENSSH_BODY = (
+    r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*+"
+    r"(?:\r?\n(?:[ ]{0,9}[0-9]{1,12}\t)?[ \t]*+[A-Za-z0-9+/=]{8,}+(?=\r?\n|$))*+"
+)
 
 
 def _redact_private_keys(text: str) -> str:
@@ -123,6 +185,7 @@ def _redact_private_keys(text: str) -> str:
 
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("private_key", _PEM_BEGIN, ("private key",), substitute=_redact_private_keys),
+    _p("private_key", _OPENSSH_BODY, ("b3blbnnzac1rzxktdje",)),
     _p("anthropic_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _E, ("sk-ant-",)),
     _p("openai_key", _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _E, ("sk-",)),
     _p("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])", ("akia", "asia", "abia", "acca")),
@@ -154,7 +217,10 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     _p("basic_auth", r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})", ("basic",),
        re.IGNORECASE),
     _p("url_password", _URL_PASSWORD, ("://",)),
-    _p("pgpass", _PGPASS, (":",)),
+    _line_rule("pgpass", _PGPASS, (":",)),
+    _p("netrc_password", _NETRC_INLINE, ("password",)),
+    _line_rule("netrc_password", _NETRC_LINE, ("password",)),
+    _p("env_key", _ENV_KEY, ("_key",)),
     _assignment("password", r"password|passwd|passphrase|pwd", ("pass", "pwd")),
     _p("password", _PLAIN_WORD, ("pass",), re.IGNORECASE),
     _assignment("api_key", r"api[_\-]?key|access[_\-]?key|private[_\-]?key|secret[_\-]?key", ("key",)),

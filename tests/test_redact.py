@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -134,13 +133,13 @@ def test_default_redactor_is_cached() -> None:
     assert default_redactor() is default_redactor()
 
 
-def test_large_text_is_fast() -> None:
+def test_large_text_is_redacted_to_its_end() -> None:
+    """9 MB of code that names tokens and passwords: only the key at the end changes. (Time goes
+    to `python -m bench.run --only redaction`; a wall-clock bound here failed on a loaded machine.)"""
     chunk = "def handler(token: str, max_tokens: int = 4096) -> dict:\n    return {'password': check(pw)}\n"
     text = chunk * 100_000 + f"\n{ANT}\n"  # ~9 MB
-    start = time.perf_counter()
     out = R.redact(text)
-    assert time.perf_counter() - start < 5.0
-    assert out.endswith("[REDACTED:anthropic_key]\n")
+    assert out == chunk * 100_000 + "\n[REDACTED:anthropic_key]\n"
 
 
 # ------------------------------------------------------------------ issue 15, finding 5: the gaps
@@ -231,3 +230,89 @@ def test_the_evaluation_corpus_all_caught_no_bait_touched() -> None:
             assert not leaks(case.secret, out), (case.name, out)
         else:
             assert out == case.text, case.name
+
+
+# ------------------------------------------------------------------ issue 24, finding 5: more gaps
+
+SENTRY = "4f6a" + "0c1d2e3f4a5b6c7d8e9f0a1b2c3d"
+ESCAPED_PEM_HEAD = '"private_key": "-----BEGIN ' + 'PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0B\\nAQEFAASCBKcwggSjAgEAAoIBAQC7'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # .netrc, one line and the multi-line form
+        ("machine api.heroku.com login me@example.com password 01a2b3c4-d5e6",
+         "machine api.heroku.com login me@example.com password [REDACTED:netrc_password]"),
+        ("machine github.com password hunter2horse login bot",
+         "machine github.com password [REDACTED:netrc_password] login bot"),
+        ("default login anonymous password guest@example.org",
+         "default login anonymous password [REDACTED:netrc_password]"),
+        ("machine x.example.com\n  login deploy\n  password correcthorse\n",
+         "machine x.example.com\n  login deploy\n  password [REDACTED:netrc_password]\n"),
+        ("machine y\nlogin deploy password s3cret\n", "machine y\nlogin deploy password [REDACTED:netrc_password]\n"),
+        # *_KEY= lines of env files, shell and compose files
+        (f"SENTRY_AUTH_KEY={SENTRY}", "SENTRY_AUTH_KEY=[REDACTED:env_key]"),
+        (f"export SIGNING_KEY='{SENTRY}'", "export SIGNING_KEY='[REDACTED:env_key]'"),
+        (f"      ENCRYPTION_KEY: {SENTRY}", "      ENCRYPTION_KEY: [REDACTED:env_key]"),
+        ("APP_SECRET=Zm9vYmFyYmF6cXV4", "APP_SECRET=[REDACTED:secret]"),
+        # a YAML or .env password runs on past an `&`
+        ("password: abc&def123", "password: [REDACTED:password]"),
+        ("  db_password: Tr0ub&dor&3x", "  db_password: [REDACTED:password]"),
+        ("PASSWORD=pa&ss&word9", "PASSWORD=[REDACTED:password]"),
+        # a URL query still ends a value at `&name=`
+        ("https://x.io/cb?token=abc123&x=1&password=s3cret&y=2",
+         "https://x.io/cb?token=[REDACTED:token]&x=1&password=[REDACTED:password]&y=2"),
+    ],
+)
+def test_the_gaps_of_issue_24_are_redacted(text: str, expected: str) -> None:
+    assert R.redact(text) == expected
+
+
+def test_a_key_in_a_json_string_cut_before_its_end_is_redacted() -> None:
+    """A one-line JSON key file (a cloud service account's) cut at read_file's line limit: the
+    block has no END line, and its line breaks are the two characters backslash and n."""
+    out = R.redact(ESCAPED_PEM_HEAD + "x9Zk" * 40)
+    assert "MIIEvQIBADANBgkqhkiG9w0B" not in out and "AQEFAASCBKcwggSj" not in out and "x9Zkx9Zk" not in out
+    assert out == '"private_key": "[REDACTED:private_key]'
+
+
+@pytest.mark.parametrize("text", [
+    "API_KEY_NAME=header",
+    "API_KEY_HEADER = 'X-Api-Key'",
+    'SECRET_KEY=os.environ["DJANGO_SECRET_KEY"]',
+    "SECRET_KEY = env('SECRET_KEY')",
+    "password: ${DB_PASSWORD}",
+    "password: {{ .Values.db.password }}",
+    "SORT_KEY=name",
+    'CACHE_KEY = "user:{id}"',
+    "PRIMARY_KEY = True",
+    "let password = &args[1];",
+    "let password = &self.password;",
+    "if (password && confirm) submit();",
+    "the machine learning course explains password hashing with bcrypt",
+    "password hashing uses bcrypt and a salt per user, see below",
+    "    password given by the user, checked against the stored hash",
+    "netrc: machine, login and password tokens",
+])
+def test_the_issue_24_patterns_leave_code_and_prose_alone(text: str) -> None:
+    assert R.redact(text) == text
+
+
+@pytest.mark.parametrize("prefix", ["", "     3\t", "config/.netrc:12:"])
+def test_line_rules_hold_inside_read_file_and_grep_prefixes(prefix: str) -> None:
+    """read_file shows `{lineno:>6}\\t{line}` and grep `relpath:lineno:line`: a rule for a line of
+    its own (a multi-line .netrc's `password`, a `.pgpass` line) must see through the prefix."""
+    assert R.redact(f"{prefix}  password correcthorse") == f"{prefix}  password [REDACTED:netrc_password]"
+    assert R.redact(f"{prefix}db.internal:5432:prod:app:Tr0ub4dor&3") == f"{prefix}db.internal:5432:prod:app:[REDACTED:pgpass]"
+
+
+def test_an_openssh_key_body_without_its_begin_line_is_redacted() -> None:
+    """A command's `tail -n +2 id_ed25519`: the body's first characters say "openssh-key-v1"."""
+    magic = "b3BlbnNzaC1" + "rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    lines = [magic, "QyNTUxOQAAACDjKqp5Fc65tEnRulDqKiy7Gm4B+QvaJFotHYdpfRiiZQAAAJgAAAAAAAAAAA",
+             "AAtzc2gtZWQyNTUxOQAAACDjKqp5Fc65tEnRulDqKiy7Gm4B+QvaJFotHYdpfRiiZQ=="]
+    out = R.redact("$ tail -n +2 id_ed25519\n" + "\n".join(lines) + "\n" + "-----END OPENSSH " + "PRIVATE KEY-----\n")
+    assert out == "$ tail -n +2 id_ed25519\n[REDACTED:private_key]\n" + "-----END OPENSSH " + "PRIVATE KEY-----\n"
+    numbered = "".join(f"{n:>6}\t{line}\n" for n, line in enumerate(lines, 2))
+    assert R.redact(numbered) == "     2\t[REDACTED:private_key]\n"

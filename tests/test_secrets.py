@@ -1,6 +1,7 @@
-"""Canary secrets never leave unredacted: planted in workspace files, in the worker's environment,
-in tool output, in the objective, a constraint and an instruction sent with `say`, through a whole
-run of the scripted agent as `anthropic:claude-sonnet-4-6` over real HTTP against the fake Messages
+"""Canary secrets never leave unredacted: planted in workspace files (a key read past its BEGIN line
+and by grep for its base64 lines, a `.netrc`, a `*_KEY=` variable among them), in the worker's
+environment, in tool output, in the objective, a constraint and an instruction sent with `say`,
+through a whole run of the scripted agent as `anthropic:claude-sonnet-4-6` over real HTTP against the fake Messages
 server (which records every request). Afterwards no canary is in any request body, in the
 transcript, in any projection or summary, in any audit event or in the state history; and the
 model did see the redaction markers, so the canaries did travel through the run."""
@@ -50,6 +51,10 @@ def canaries() -> dict[str, str]:
         "url_password": "pw" + _rnd(18),
         "bearer": _rnd(32),
         "say_password": "Zq" + _rnd(20),
+        # issue 24, finding 5: a key read past its BEGIN line, grep for base64, .netrc, *_KEY=
+        "openssh_key_body": _rnd(70, string.ascii_letters + string.digits + "+/"),
+        "netrc_password": "nP" + _rnd(18),
+        "env_key": _rnd(32, "0123456789abcdef"),
     }
 
 
@@ -61,6 +66,12 @@ def plant(ws, c: dict[str, str]) -> None:
     (ws / "deploy_key.pem").write_text(
         "-----BEGIN RSA PRIVATE KEY-----\n" + c["private_key_body"] + "\n" + _rnd(64) + "\n-----END RSA PRIVATE KEY-----\n"
     )
+    (ws / "id_ed25519").write_text(  # lines 2-6 are the body, the canary on line 4
+        "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + "\n".join(_rnd(70) for _ in range(2)) + "\n"
+        + c["openssh_key_body"] + "\n" + "\n".join(_rnd(70) for _ in range(2)) + "\n-----END OPENSSH " + "PRIVATE KEY-----\n"
+    )
+    (ws / "netrc").write_text(f"machine git.internal.example.com\n  login deploy\n  password {c['netrc_password']}\n")
+    (ws / "sentry.env").write_text(f"SENTRY_DSN_HOST=sentry.internal\nSENTRY_AUTH_KEY={c['env_key']}\n")
     stats = ws / "stats.py"  # a file the scripted agent reads on its own
     stats.write_text(stats.read_text() + f'\nGITHUB_TOKEN = "{c["github_token"]}"  # moving average upload\n')
     # tool output only: the script assembles the values at run time, its text holds neither whole
@@ -75,6 +86,10 @@ def fixed_then_scripted():
     fixed = [
         ("read_file", {"path": "config.env"}),
         ("read_file", {"path": "deploy_key.pem"}),
+        ("read_file", {"path": "id_ed25519", "offset": 3, "limit": 3}),  # past the BEGIN line
+        ("grep", {"pattern": "^[A-Za-z0-9+/=]{16,}$"}),  # the key bodies' lines, wherever they are
+        ("read_file", {"path": "netrc"}),
+        ("read_file", {"path": "sentry.env"}),
         ("run_command", {"argv": EMIT_ARGV}),
         ("run_command", {"argv": ENV_ARGV}),
     ]
@@ -149,8 +164,8 @@ async def test_no_canary_leaves_unredacted(store, temporal_client, fake_anthropi
 
     # the canaries did travel: the model saw each kind as a redaction marker, and the run compacted
     seen = " ".join(requests.values())
-    for kind in ("aws_access_key", "aws_secret_key", "url_password", "private_key", "github_token", "slack_token",
-                 "jwt", "anthropic_key", "bearer_token"):
+    for kind in ("aws_access_key", "aws_secret_key", "url_password", "github_token", "slack_token",
+                 "jwt", "anthropic_key", "bearer_token", "private_key_file", "netrc_password", "env_key"):
         assert f"[REDACTED:{kind}]" in seen, f"the model never saw a redacted {kind}: the canary did not reach it"
     env_dump = [t for t in transcript.values() if "PATH" in t and "LANG" in t]
     assert env_dump and "OPENAI_API_KEY" not in env_dump[0] and "LONGRUN_CANARY_TOKEN" not in env_dump[0]

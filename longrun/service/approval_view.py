@@ -10,7 +10,9 @@ hash from them, so what it shows is provably what an approval would bind.
 For file edits (`write_file`, `apply_patch` in each of its shapes) the view adds a unified diff
 against the files as they are now on this machine (in the run's worktree when it has a git change
 set), for `move_path` git's rename header, for `delete_path` the text removed, and for every file that runs code (`conftest.py`, a Makefile, a git
-hook, ...) the reason. The CLI prints it; the web console will render the same structure.
+hook, ...) the reason. A file that holds a private key gets no diff, only a note: a key's text
+is shown nowhere (`longrun.redact_files.holds_private_key`). The CLI prints it; the web console
+will render the same structure.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from longrun.models.audit import (
 )
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash, canonical_json
+from longrun.redact_files import holds_private_key
 from longrun.store import AuditRecord, Store
 from longrun.tools import patch
 from longrun.tools.autorun import runs_code_warnings
@@ -155,7 +158,15 @@ def _read_current(workspace: Path, path: str) -> tuple[str | None, str | None]:
         return None, f"no diff: {path!r} is a directory (the tool will refuse it)"
     if target.stat().st_size > MAX_PATCH_FILE_BYTES:
         return None, f"no diff: {path!r} is larger than {MAX_PATCH_FILE_BYTES} bytes"
-    return target.read_bytes().decode("utf-8", errors="replace"), None
+    text = target.read_bytes().decode("utf-8", errors="replace")
+    if holds_private_key(text):
+        return None, _key_note(path)
+    return text, None
+
+
+def _key_note(path: str) -> str:
+    return (f"no diff: {path} holds a private key, which is shown nowhere (not to the model, not here); "
+            "the arguments above are the whole change")
 
 
 def _patch_diff(arguments: dict[str, Any], workspace: Path, allow: tuple[str, ...]) -> tuple[str | None, str | None]:
@@ -165,6 +176,9 @@ def _patch_diff(arguments: dict[str, Any], workspace: Path, allow: tuple[str, ..
         changes = patch.plan(arguments, ToolContext(run_id="", workspace=workspace, allow_autorun_paths=allow))
     except ToolError as exc:
         return None, f"no diff: {exc} (the gate will refuse it)"
+    keys = [c.path for c in changes if c.before is not None and holds_private_key(c.before)]
+    if keys:
+        return None, _key_note(", ".join(keys))
     out = [unified_diff(c.before or "", c.after or "", c.path, new_file=c.before is None, deleted=c.after is None)
            for c in changes]
     return "".join(out), None if len(changes) == 1 else f"{len(changes)} files"

@@ -4,7 +4,9 @@ file effects share (`apply_patch` is in `patch`, `move_path`/`delete_path`/`make
 Output formats are a contract (the scripted agent parses them):
 - list_dir: one entry per line, sorted, directories end with "/".
 - read_file: `f"{lineno:>6}\\t{text}"` per line, like `cat -n`.
-Both add notes as lines in square brackets (`[truncated: ...]`, `[invalid UTF-8: ...]`).
+Both add notes as lines in square brackets (`[truncated: ...]`, `[invalid UTF-8: ...]`). A file that
+holds a private key is shown as `[REDACTED:private_key_file]` and a note, whatever the offset
+(`longrun.redact_files.file_holds_private_key`).
 
 Writes are atomic (a temporary file in the same directory, then `os.replace`), so after a crash
 the target holds either the old bytes or the new ones; that is what makes their reconcile
@@ -23,6 +25,7 @@ from typing import Any
 
 from longrun.errors import ToolError
 from longrun.models.state import NextAction
+from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
 from longrun.tools._text import MAX_LINE_BYTES, bounded_lines, decode, looks_binary
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
 from longrun.tools.paths import SKIP_DIRS, check_write_path, confine, relative
@@ -190,6 +193,8 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             repaired |= bad
             cut_lines |= cut
             out.append(f"{lineno:>6}\t{text}" + (" [line truncated]" if cut else ""))
+        if out and file_holds_private_key(f, shown_until=f.tell()):
+            return ToolOutcome(text=f"{PRIVATE_KEY_FILE}\n{private_key_note(path)}")
     notes: list[str] = []
     if binary:
         notes.append("[binary file: it contains NUL bytes; shown decoded as UTF-8 with replacement characters]")

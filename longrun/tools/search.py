@@ -10,7 +10,9 @@ look-arounds, and a subprocess per call (ripgrep is not on every machine) costs 
 
 Symlinked directories are not followed and symlinked files that resolve outside the workspace
 are skipped, so a search never reads outside it. Binary files (a NUL byte in the first 8 KiB)
-are skipped; over-long lines are searched in their first MAX_LINE_BYTES bytes only.
+are skipped; over-long lines are searched in their first MAX_LINE_BYTES bytes only. A hit in a file
+that holds a private key shows `relpath:lineno:[REDACTED:private_key_file]`, never the line, with
+one note per such file.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import regex
 
 from longrun.errors import ToolError
+from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
 from longrun.tools._text import bounded_lines, decode, looks_binary
 from longrun.tools.base import Tool, ToolContext, ToolOutcome
 from longrun.tools.files import PATH_MAX, _path_check, os_errors_as_tool_errors
@@ -83,6 +86,7 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         raise ToolError(f"no such file or directory {path!r} in the workspace")
     out: list[str] = []
     capped = False
+    key_files: list[str] = []
     for file in _files(root, start):
         rel = file.relative_to(root).as_posix()  # `start` is resolved and walks do not follow links
         if glob and not _glob_matches(glob, rel):
@@ -92,6 +96,7 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
                 if looks_binary(f.read(8192)):
                     continue
                 f.seek(0)
+                first = len(out)
                 for lineno, (raw, _cut) in enumerate(bounded_lines(f), start=1):
                     line, _ = decode(raw)
                     left = deadline - time.monotonic()
@@ -106,10 +111,14 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
                             capped = True
                             break
                         out.append(f"{rel}:{lineno}:{line[:MAX_SHOWN_LINE]}")
+                if len(out) > first and file_holds_private_key(f, shown_until=f.tell()):
+                    out[first:] = [hit[: hit.index(":", len(rel) + 1) + 1] + PRIVATE_KEY_FILE for hit in out[first:]]
+                    key_files.append(rel)
         except OSError:
             continue
         if capped:
             break
+    out += [private_key_note(rel) for rel in key_files]
     if capped:
         out.append(f"[capped at {MAX_MATCHES} matches; narrow the pattern, the path or the glob]")
     if not out:
