@@ -17,15 +17,14 @@ Rules:
   write a custom effect tool with a real reconcile for those.
 
 The process runs in its own session; on timeout, and when it ends, its whole process group is
-killed (and in a sandbox every process it started, through the pid namespace). Output goes to
-temporary files, and at most MAX_OUTPUT_BYTES of each stream is read back, so a chatty command
-cannot exhaust the worker's memory.
+killed (and in a sandbox every process it started, through the pid namespace). Output is read
+through pipes; at most MAX_OUTPUT_BYTES of each stream is kept (in a temporary file) and the rest
+is counted and dropped, so a chatty command can fill neither the worker's memory nor its disk.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from pathlib import Path
 from typing import IO, Any
@@ -76,13 +75,14 @@ def _check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     return refusal
 
 
-def _read_capped(f: IO[bytes]) -> tuple[str, str | None]:
-    size = f.seek(0, os.SEEK_END)
+def _read_capped(f: IO[bytes], size: int) -> tuple[str, str | None]:
+    """What was kept of a stream (at most MAX_OUTPUT_BYTES), and a note when `size` (what the command
+    wrote) was more or the bytes were not UTF-8."""
     f.seek(0)
     data, cut = cap_bytes(f.read(MAX_OUTPUT_BYTES + 4), MAX_OUTPUT_BYTES)
     text, repaired = decode(data)
     notes = []
-    if cut:
+    if cut or size > len(data):
         notes.append(f"[truncated: {size} bytes, showing the first {len(data)}]")
     if repaired:
         notes.append("[invalid UTF-8 or NUL bytes were replaced with U+FFFD]")
@@ -97,13 +97,16 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         raise CommandNotAllowed(refusal)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         done = sandbox.execute(
-            argv, workspace=ctx.workspace, policy=ctx.sandbox, timeout=ctx.command_timeout, stdout=out, stderr=err
+            argv, workspace=ctx.workspace, policy=ctx.sandbox, timeout=ctx.command_timeout, stdout=out, stderr=err,
+            keep_bytes=MAX_OUTPUT_BYTES + 4,
         )
-        stdout, out_note = _read_capped(out)
-        stderr, err_note = _read_capped(err)
+        stdout, out_note = _read_capped(out, done.stdout_bytes)
+        stderr, err_note = _read_capped(err, done.stderr_bytes)
     head = f"exit code: {done.code}"
     if done.timed_out:
         head += f" (timed out after {ctx.command_timeout:g} s; the command was killed)"
+    if done.oom_killed:
+        head += f" (a process went over the memory limit of {ctx.sandbox.memory_mb} MiB and was killed)"
     parts = [head, "--- stdout ---", stdout, *([out_note] if out_note else []), "--- stderr ---", stderr]
     if err_note:
         parts.append(err_note)

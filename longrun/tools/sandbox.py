@@ -51,7 +51,9 @@ from pathlib import Path
 from typing import IO, Literal, get_args
 
 from longrun.errors import SandboxUnavailable, ToolError
+from longrun.tools import sandbox_limits as limits
 from longrun.tools.autorun import existing_autorun_paths
+from longrun.tools.sandbox_io import Sink, pump
 
 SandboxMode = Literal["auto", "bwrap", "unshare", "none"]
 Backend = Literal["bwrap", "unshare", "none"]
@@ -64,6 +66,8 @@ EMPTY_DIRS = ("/tmp", "/var/tmp", "/run")
 INIT_SCRIPT = Path(__file__).with_name("sandbox_init.py")
 PROBE_TIMEOUT = 20.0
 SETUP_FAILED = 125
+KEEP_BYTES = 1 << 20
+"""Of each stream, what `execute` keeps by default (the rest is counted and dropped)."""
 """Exit code of `sandbox_init.py` when it could not build the sandbox."""
 
 INSTALL_HINT = (
@@ -87,6 +91,15 @@ class SandboxPolicy:
         hide: paths hidden under an empty tmpfs besides the worker's home (the worker passes
             `$LONGRUN_HOME`).
         expose: paths inside hidden ones to bind back read-only (toolchains under a home).
+        file_mb: RLIMIT_FSIZE of every process: the largest file it may write, in MiB.
+        tmpfs_mb: the size of each tmpfs of the sandbox (/tmp, /var/tmp, /run, /dev/shm, the hidden
+            homes), in MiB; without it each may take half the machine's RAM.
+        tasks: the most processes (and threads) the command may have at once: the cgroup's
+            `pids.max`, and RLIMIT_NPROC (which counts every process of the worker's user).
+        cgroup: put each command in a cgroup of its own (memory and tasks bounded as a whole) where
+            the host lets the worker make one; False: rlimits only.
+        deny_hosts: with the network allowed, addresses (or host names) commands may not reach
+            besides the host's own: the worker passes its Temporal and PostgreSQL hosts.
     """
 
     mode: SandboxMode = "auto"
@@ -95,6 +108,11 @@ class SandboxPolicy:
     cpu_seconds: int | None = None
     hide: tuple[str, ...] = ()
     expose: tuple[str, ...] = ()
+    file_mb: int = 1024
+    tmpfs_mb: int = 512
+    tasks: int = 1024
+    cgroup: bool = True
+    deny_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,11 @@ class Finished:
     code: int
     timed_out: bool
     backend: Backend
+    stdout_bytes: int = 0
+    """How much the command wrote to stdout (only `keep_bytes` of it were kept)."""
+    stderr_bytes: int = 0
+    oom_killed: bool = False
+    """The cgroup's memory limit killed one of its processes."""
 
 
 def minimal_env(home: str = SANDBOX_HOME) -> dict[str, str]:
@@ -183,16 +206,18 @@ def _bwrap_argv(argv: list[str], workspace: Path, policy: SandboxPolicy) -> list
     for key, value in minimal_env().items():
         out += ["--setenv", key, value]
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    ops: list[tuple[int, int, list[str]]] = []
+    size = ["--size", str(policy.tmpfs_mb * limits.MiB), "--tmpfs"]
+    ops: list[tuple[int, int, list[str]]] = [(_by_depth("/dev/shm"), 0, [*size, "/dev/shm"])]
     for d in EMPTY_DIRS:
         if Path(d).is_dir():
-            ops.append((_by_depth(d), 0, ["--tmpfs", d]))
-    ops += [(_by_depth(h), 0, ["--tmpfs", h]) for h in hidden]
+            ops.append((_by_depth(d), 0, [*size, d]))
+    ops += [(_by_depth(h), 0, [*size, h]) for h in hidden]
     ops.append((_by_depth(ws), 1, ["--bind", ws, ws]))
     ops += [(_by_depth(e), 2, ["--ro-bind", e, e]) for e in expose]
     for _, _, op in sorted(ops, key=lambda o: (o[0], o[1])):
         out += op
-    out += ["--dir", SANDBOX_HOME, "--chdir", ws, "--", *argv]
+    # /dev is bwrap's own tmpfs, of no bounded size: read-only (its device nodes still work)
+    out += ["--remount-ro", "/dev", "--dir", SANDBOX_HOME, "--chdir", ws, "--", *argv]
     return out
 
 
@@ -202,31 +227,13 @@ def _unshare_argv(argv: list[str], workspace: Path, policy: SandboxPolicy, stage
     config = {
         "stage": stage, "hide": hidden, "binds": [ws], "expose": expose, "cwd": ws, "env": minimal_env(),
         "argv": argv, "watch_fd": watch_fd, "network": policy.allow_network,
+        "tmpfs_size": policy.tmpfs_mb * limits.MiB,
     }
     flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--uts",
              "--kill-child=SIGKILL"]
     if not policy.allow_network:
         flags.append("--net")
     return ["unshare", *flags, sys.executable, "-I", "-S", str(INIT_SCRIPT), json.dumps(config)]
-
-
-def _limits(policy: SandboxPolicy, timeout: float) -> list[str]:
-    """A `prlimit` prefix: CPU seconds, data segment, no core files (inherited by every child)."""
-    if shutil.which("prlimit") is None:
-        return []
-    cpu = policy.cpu_seconds or max(1, int(timeout + 0.999))
-    data = policy.memory_mb * 1024 * 1024
-    return ["prlimit", f"--cpu={cpu}:{cpu + 5}", f"--data={data}", "--core=0", "--"]
-
-
-def _preexec_limits(policy: SandboxPolicy, timeout: float) -> None:  # pragma: no cover - without prlimit only
-    import resource
-
-    cpu = policy.cpu_seconds or max(1, int(timeout + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-    data = policy.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_DATA, (data, data))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _check_program(argv: list[str], cwd: Path) -> None:
@@ -250,8 +257,10 @@ def execute(
     stdout: IO[bytes],
     stderr: IO[bytes],
     backend: Backend | None = None,
+    keep_bytes: int = KEEP_BYTES,
 ) -> Finished:
-    """Run `argv` in the workspace under `policy`, output to the given files.
+    """Run `argv` in the workspace under `policy`; the first `keep_bytes` of each stream go to the
+    given files, the rest is counted and dropped (`sandbox_io`).
 
     Args:
         backend: the backend to use (the probe passes it); default: `choose(policy.mode)`.
@@ -263,8 +272,7 @@ def execute(
     backend = backend or choose(policy.mode)
     cwd = workspace.resolve()
     _check_program(argv, cwd)
-    prefix = _limits(policy, timeout)
-    timed_out = False
+    prefix = limits.rlimit_prefix(policy, timeout)
     with contextlib.ExitStack() as stack:
         pass_fds: tuple[int, ...] = ()
         if backend == "bwrap":
@@ -281,10 +289,18 @@ def execute(
             stack.callback(shutil.rmtree, home, ignore_errors=True)
             cmd, env = argv, minimal_env(home)
         try:
+            group = limits.open_cgroup(policy)
+        except OSError as exc:
+            raise ToolError(f"the command's cgroup could not be made, so the command did not run: {exc}. To run "
+                            "commands without one, set LONGRUN_SANDBOX_CGROUP=off for the worker") from exc
+        if group is not None:
+            stack.callback(group.close)
+            prefix = [*group.prefix(), *prefix]
+        try:
             proc = subprocess.Popen(
-                [*prefix, *cmd], shell=False, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
-                stderr=stderr, start_new_session=True, pass_fds=pass_fds,
-                preexec_fn=None if prefix else (lambda: _preexec_limits(policy, timeout)),  # without prlimit only
+                [*prefix, *cmd], shell=False, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True, pass_fds=pass_fds,
+                preexec_fn=None if prefix else (lambda: limits.set_rlimits(policy, timeout)),  # without prlimit only
             )
         except FileNotFoundError as exc:
             raise ToolError(f"command not found: {argv[0]!r} is not on PATH in the command environment") from exc
@@ -293,21 +309,23 @@ def execute(
         finally:
             for fd in pass_fds:
                 os.close(fd)
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            code = proc.wait()
-        # what the command left in its process group ends with it (in a sandbox the pid namespace
-        # already ended every process it started; under `none` one that left the group survives)
+        assert proc.stdout is not None and proc.stderr is not None
+        stack.callback(proc.stdout.close)
+        stack.callback(proc.stderr.close)
+        sinks = {proc.stdout.fileno(): Sink(stdout, keep_bytes), proc.stderr.fileno(): Sink(stderr, keep_bytes)}
+        # in a sandbox the pid namespace ends every process the command started; under `none` one
+        # that left the group survives, and only its pipes are given up
+        code, timed_out = pump(proc, sinks, timeout, lambda: _kill_group(proc.pid))
         _kill_group(proc.pid)
-    if backend == "unshare" and code == SETUP_FAILED and not timed_out:
+        oom = group is not None and group.oom_killed()
+    out, err = sinks.values()
+    if code in (SETUP_FAILED, limits.ENTER_FAILED) and not timed_out:
         stderr.seek(0)
         said = stderr.read(4000).decode("utf-8", "replace")
         if "longrun sandbox: setup failed" in said:
             raise ToolError(f"the sandbox could not be set up, so the command did not run: {said.strip()}")
-    return Finished(code=code, timed_out=timed_out, backend=backend)
+    return Finished(code=code, timed_out=timed_out, backend=backend, stdout_bytes=out.total, stderr_bytes=err.total,
+                    oom_killed=oom)
 
 
 def _kill_group(pgid: int) -> None:
@@ -387,7 +405,9 @@ def choose(mode: SandboxMode) -> Backend:
 
 
 def describe(backend: Backend, policy: SandboxPolicy) -> str:
-    """One line for status and the audit: the backend and whether the network is on."""
+    """One line for status and the audit: the backend, whether the network is on, and the limits
+    in force (`sandbox_limits.describe_limits`)."""
     if backend == "none":
-        return "none (no sandbox: the operator chose it)"
-    return f"{backend} ({'network allowed' if policy.allow_network else 'no network'})"
+        return f"none (no sandbox: the operator chose it; {limits.describe_limits(policy, backend)})"
+    network = "network allowed" if policy.allow_network else "no network"
+    return f"{backend} ({network}; {limits.describe_limits(policy, backend)})"
