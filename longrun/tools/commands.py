@@ -8,8 +8,8 @@ Rules:
 - **A sandbox, always** (`longrun.tools.sandbox`): an allowed command runs code the model can
   change (an approved `conftest.py` runs on `python -m pytest`), so the command runs with a
   read-only root, the workspace read-write, an empty HOME and /tmp, the worker's home and
-  `$LONGRUN_HOME` hidden, PATH/HOME/LANG only, no network, its own pid namespace, and CPU, memory
-  and wall-time limits. Where no sandbox works, commands are refused unless the operator chose
+  `$LONGRUN_HOME` hidden, PATH/HOME/LANG only, no network (or, with `allow_network`, the outside
+  but not the host), its own pid namespace, and CPU, memory, file, tmpfs, task and wall-time limits. Where no sandbox works, commands are refused unless the operator chose
   `sandbox: none`.
 - **Allow-listed commands must be repeatable** (tests, linters, builds). run_command's effect is
   not observable at a target, so its reconcile always answers "none": after a crash the command
@@ -34,6 +34,7 @@ from longrun.models.state import NextAction
 from longrun.tools import sandbox
 from longrun.tools._text import cap_bytes, decode
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
+from longrun.tools.sandbox_net import network_unavailable
 
 MAX_OUTPUT_BYTES = 200_000
 """Per stream (stdout, stderr)."""
@@ -69,9 +70,11 @@ def _check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     refusal = command_refusal(args.get("argv"), ctx.allowed_commands)
     if refusal is None:
         try:
-            sandbox.choose(ctx.sandbox.mode)
+            backend = sandbox.choose(ctx.sandbox.mode)
         except SandboxUnavailable as exc:
             return str(exc)
+        if ctx.sandbox.allow_network and backend != "none":
+            return network_unavailable()
     return refusal
 
 

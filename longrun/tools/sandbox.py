@@ -12,17 +12,21 @@ runs in a new set of namespaces, with nothing of the worker but what it needs:
   the command's install prefix, e.g. a pyenv Python under `~/.pyenv`) is bound back read-only;
 - **the environment** PATH, HOME and LANG only (`minimal_env`);
 - **no network** (a new network namespace with only loopback) unless the run spec says
-  `allow_network: true`;
+  `allow_network: true`; then a user-mode network (`sandbox_net`: slirp4netns) that reaches the
+  outside but not the host's loopback, the host's addresses or the stack's hosts;
 - **its own processes only**: a new pid namespace with its own `/proc`, so no `/proc/<ppid>/environ`
   of the worker; when the command ends, every process it left behind is killed (the namespace
   ends with its first process), a daemon too;
-- **limits**: the wall-time limit (`command_timeout_seconds`), CPU seconds (the same number) and a
-  data-segment limit (`command_memory_mb`) per process, no core files.
+- **limits** (`sandbox_limits`): the wall-time limit (`command_timeout_seconds`), CPU seconds (the
+  same number), a data-segment limit (`command_memory_mb`), a file-size limit and a process limit
+  per process, no core files; a size on every tmpfs; a cgroup around the whole command (memory,
+  tasks) where the host allows one; and only the first MiB of each output stream kept.
 
 Backends (`RunSpec.sandbox`, else the worker's `LONGRUN_SANDBOX`, else `auto`):
 
 - `bwrap`: bubblewrap (`--unshare-all --die-with-parent --clearenv --cap-drop ALL`, `--ro-bind / /`,
-  `--bind` of the workspace, `--tmpfs` of HOME, /tmp and the hidden paths, its own `/dev`, `/proc`);
+  `--bind` of the workspace, a sized `--tmpfs` of HOME, /tmp and the hidden paths, its own `/dev`
+  (read-only), `/proc`);
 - `unshare`: util-linux `unshare` (user, mount, pid, net, ipc and uts namespaces) with
   `sandbox_init.py` as the namespace's first process, which builds the same view by hand and drops
   every capability before it runs the command;
@@ -54,6 +58,7 @@ from longrun.errors import SandboxUnavailable, ToolError
 from longrun.tools import sandbox_limits as limits
 from longrun.tools.autorun import existing_autorun_paths
 from longrun.tools.sandbox_io import Sink, pump
+from longrun.tools.sandbox_net import NetPlan, network_unavailable
 
 SandboxMode = Literal["auto", "bwrap", "unshare", "none"]
 Backend = Literal["bwrap", "unshare", "none"]
@@ -195,13 +200,13 @@ def _by_depth(path: str) -> int:
     return len(Path(path).parts)
 
 
-def _bwrap_argv(argv: list[str], workspace: Path, policy: SandboxPolicy) -> list[str]:
+def _bwrap_argv(argv: list[str], workspace: Path, policy: SandboxPolicy, net: NetPlan | None) -> list[str]:
     hidden, expose = layout(argv, workspace, policy)
     ws = str(workspace.resolve())
     out = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
            "--hostname", "longrun-sandbox"]
-    if policy.allow_network:
-        out.append("--share-net")
+    if net is not None:
+        out += net.bwrap_args()  # a network namespace of its own still, with slirp4netns attached
     out.append("--clearenv")
     for key, value in minimal_env().items():
         out += ["--setenv", key, value]
@@ -221,18 +226,18 @@ def _bwrap_argv(argv: list[str], workspace: Path, policy: SandboxPolicy) -> list
     return out
 
 
-def _unshare_argv(argv: list[str], workspace: Path, policy: SandboxPolicy, stage: str, watch_fd: int) -> list[str]:
+def _unshare_argv(
+    argv: list[str], workspace: Path, policy: SandboxPolicy, stage: str, watch_fd: int, net: NetPlan | None
+) -> list[str]:
     hidden, expose = layout(argv, workspace, policy)
     ws = str(workspace.resolve())
     config = {
         "stage": stage, "hide": hidden, "binds": [ws], "expose": expose, "cwd": ws, "env": minimal_env(),
-        "argv": argv, "watch_fd": watch_fd, "network": policy.allow_network,
-        "tmpfs_size": policy.tmpfs_mb * limits.MiB,
+        "argv": argv, "watch_fd": watch_fd, "tmpfs_size": policy.tmpfs_mb * limits.MiB,
+        **(net.init_config() if net is not None else {}),
     }
-    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--uts",
+    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--uts", "--net",
              "--kill-child=SIGKILL"]
-    if not policy.allow_network:
-        flags.append("--net")
     return ["unshare", *flags, sys.executable, "-I", "-S", str(INIT_SCRIPT), json.dumps(config)]
 
 
@@ -272,18 +277,23 @@ def execute(
     backend = backend or choose(policy.mode)
     cwd = workspace.resolve()
     _check_program(argv, cwd)
+    if policy.allow_network and backend != "none" and (why := network_unavailable()) is not None:
+        raise SandboxUnavailable(why)
     prefix = limits.rlimit_prefix(policy, timeout)
     with contextlib.ExitStack() as stack:
-        pass_fds: tuple[int, ...] = ()
+        net = NetPlan(backend, policy) if policy.allow_network and backend != "none" else None
+        if net is not None:
+            stack.callback(net.close)
+        pass_fds: tuple[int, ...] = net.pass_fds if net is not None else ()
         if backend == "bwrap":
-            cmd, env = _bwrap_argv(argv, cwd, policy), minimal_env()
+            cmd, env = _bwrap_argv(argv, cwd, policy, net), minimal_env()
         elif backend == "unshare":
             stage = tempfile.mkdtemp(prefix="longrun-sandbox-")
             stack.callback(_rmdir, stage)  # empty on the host: the sandbox's mounts were its own
             watch_r, watch_w = os.pipe()
             stack.callback(os.close, watch_w)  # closed when the worker dies, too: the sandbox ends then
-            pass_fds = (watch_r,)
-            cmd, env = _unshare_argv(argv, cwd, policy, stage, watch_r), minimal_env()
+            pass_fds = (*pass_fds, watch_r)
+            cmd, env = _unshare_argv(argv, cwd, policy, stage, watch_r, net), minimal_env()
         else:
             home = tempfile.mkdtemp(prefix="longrun-home-")
             stack.callback(shutil.rmtree, home, ignore_errors=True)
@@ -312,6 +322,14 @@ def execute(
         assert proc.stdout is not None and proc.stderr is not None
         stack.callback(proc.stdout.close)
         stack.callback(proc.stderr.close)
+        if net is not None:
+            try:
+                net.start(proc)
+            except (ToolError, OSError, subprocess.SubprocessError) as exc:
+                _kill_group(proc.pid)
+                proc.wait()
+                raise ToolError(f"{exc}. The command did not run; to run it without the network, drop "
+                                "`allow_network` from the run spec") from exc
         sinks = {proc.stdout.fileno(): Sink(stdout, keep_bytes), proc.stderr.fileno(): Sink(stderr, keep_bytes)}
         # in a sandbox the pid namespace ends every process the command started; under `none` one
         # that left the group survives, and only its pipes are given up
@@ -409,5 +427,6 @@ def describe(backend: Backend, policy: SandboxPolicy) -> str:
     in force (`sandbox_limits.describe_limits`)."""
     if backend == "none":
         return f"none (no sandbox: the operator chose it; {limits.describe_limits(policy, backend)})"
-    network = "network allowed" if policy.allow_network else "no network"
+    network = ("network allowed: outbound only (slirp4netns; the host's loopback and addresses, the stack's hosts "
+               "and link-local blocked)" if policy.allow_network else "no network")
     return f"{backend} ({network}; {limits.describe_limits(policy, backend)})"

@@ -22,7 +22,9 @@ What it does, in order:
    mounts first, so a workspace inside a hidden home stays visible;
 3. remounts every other mount of the copy read-only;
 4. `pivot_root` into the copy and detaches the old root: nothing outside the copy is reachable;
-5. brings the loopback interface up (a new network namespace starts with it down);
+5. brings the loopback interface up (a new network namespace starts with it down); with the
+   network allowed, says so on `net_ready_fd` and waits on `net_go_fd` until the worker has
+   attached slirp4netns to the namespace (`longrun.tools.sandbox_net`);
 6. forks the command with an empty capability set (bounding set dropped, `SECBIT_NOROOT` locked,
    `no_new_privs`), so it cannot undo any of this (remount, mount, chroot, ptrace the init);
 7. waits for it, reaping orphans, and exits with its status. When this process exits, the kernel
@@ -291,16 +293,27 @@ def supervise(child: int, watch_fd: int, wake_fd: int) -> int:
                 os.read(wake_fd, 512)
 
 
+def wait_for_network(ready_fd: int, go_fd: int) -> None:
+    """Say the namespaces exist, then wait until the worker has attached the user-mode network
+    (EOF instead of a byte: the worker gave up, so nothing runs)."""
+    os.write(ready_fd, b"1")
+    os.close(ready_fd)
+    if os.read(go_fd, 1) != b"1":
+        raise SetupError("the worker did not set up the network")
+    os.close(go_fd)
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     try:
         root = build_root(cfg)
         pivot(root)
         os.makedirs(cfg["env"]["HOME"], mode=0o700, exist_ok=True)
-        if not cfg["network"]:
-            loopback_up()
+        loopback_up()
         with contextlib.suppress(OSError):
             socket.sethostname("longrun-sandbox")
+        if "net_go_fd" in cfg:
+            wait_for_network(cfg["net_ready_fd"], cfg["net_go_fd"])
     except (SetupError, OSError) as exc:
         sys.stderr.write(f"longrun sandbox: setup failed: {exc}\n")
         os._exit(125)
