@@ -16,6 +16,10 @@ Rules:
   may run again. Never put a command with a one-time effect (a deploy, a send) on the allow-list;
   write a custom effect tool with a real reconcile for those.
 
+**Nothing that runs later**: auto-run entries (`.git`, `.envrc`, ... at any depth,
+`autorun_watch`) that were there before are read-only in the sandbox, and new ones are removed
+after the command, which the result's first line (the audit's `tool_ran` summary) says.
+
 The process runs in its own session; on timeout, and when it ends, its whole process group is
 killed (and in a sandbox every process it started, through the pid namespace). Output is read
 through pipes; at most MAX_OUTPUT_BYTES of each stream is kept (in a temporary file) and the rest
@@ -31,7 +35,7 @@ from typing import IO, Any
 
 from longrun.errors import CommandNotAllowed, SandboxUnavailable
 from longrun.models.state import NextAction
-from longrun.tools import sandbox
+from longrun.tools import autorun_watch, sandbox
 from longrun.tools._text import cap_bytes, decode
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
 from longrun.tools.sandbox_net import network_unavailable
@@ -98,14 +102,20 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     refusal = command_refusal(argv, ctx.allowed_commands)
     if refusal:
         raise CommandNotAllowed(refusal)
+    before = autorun_watch.snapshot(ctx.workspace)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        done = sandbox.execute(
-            argv, workspace=ctx.workspace, policy=ctx.sandbox, timeout=ctx.command_timeout, stdout=out, stderr=err,
-            keep_bytes=MAX_OUTPUT_BYTES + 4,
-        )
+        try:
+            done = sandbox.execute(
+                argv, workspace=ctx.workspace, policy=ctx.sandbox, timeout=ctx.command_timeout, stdout=out,
+                stderr=err, keep_bytes=MAX_OUTPUT_BYTES + 4, protect=autorun_watch.protected(ctx.workspace, before),
+            )
+        finally:
+            # whatever the command left that would run later, outside the sandbox, goes (even if it failed)
+            removed, complete = autorun_watch.remove_new(ctx.workspace, before)
         stdout, out_note = _read_capped(out, done.stdout_bytes)
         stderr, err_note = _read_capped(err, done.stderr_bytes)
-    head = f"exit code: {done.code}"
+    removed_head, removed_note = autorun_watch.notice(removed, complete)
+    head = f"exit code: {done.code}{removed_head}"
     if done.timed_out:
         head += f" (timed out after {ctx.command_timeout:g} s; the command was killed)"
     if done.oom_killed:
@@ -113,6 +123,8 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     parts = [head, "--- stdout ---", stdout, *([out_note] if out_note else []), "--- stderr ---", stderr]
     if err_note:
         parts.append(err_note)
+    if removed_note:
+        parts.append(removed_note)
     text = "\n".join(parts)
     return ToolOutcome(
         text=text, is_error=done.timed_out, external_id=hashlib.sha256(text.encode("utf-8")).hexdigest(),

@@ -41,39 +41,47 @@ Whether a backend works is found out once per worker process, by running `true` 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import pwd
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, get_args
 
 from longrun.errors import SandboxUnavailable, ToolError
 from longrun.tools import sandbox_limits as limits
-from longrun.tools.autorun import existing_autorun_paths
 from longrun.tools.sandbox_io import Sink, pump
+from longrun.tools.sandbox_layout import (
+    EMPTY_DIRS,
+    INIT_SCRIPT,
+    SANDBOX_HOME,
+    bwrap_argv,
+    layout,
+    minimal_env,
+    unshare_argv,
+    worker_homes,
+)
 from longrun.tools.sandbox_net import NetPlan, network_unavailable
 
 SandboxMode = Literal["auto", "bwrap", "unshare", "none"]
 Backend = Literal["bwrap", "unshare", "none"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 
-SANDBOX_HOME = "/tmp/home"
-"""HOME inside a sandbox: an empty directory on the sandbox's own /tmp."""
-EMPTY_DIRS = ("/tmp", "/var/tmp", "/run")
-"""Always replaced by empty tmpfs inside a sandbox (sockets of local daemons live in /run and /tmp)."""
-INIT_SCRIPT = Path(__file__).with_name("sandbox_init.py")
+__all__ = [
+    "EMPTY_DIRS", "INIT_SCRIPT", "INSTALL_HINT", "SANDBOX_HOME", "SANDBOX_MODES", "Backend", "Finished",
+    "SandboxMode", "SandboxPolicy", "choose", "describe", "execute", "layout", "minimal_env", "probe",
+    "reset_probes", "worker_homes",
+]
+
 PROBE_TIMEOUT = 20.0
 SETUP_FAILED = 125
+"""Exit code of `sandbox_init.py` when it could not build the sandbox."""
 KEEP_BYTES = 1 << 20
 """Of each stream, what `execute` keeps by default (the rest is counted and dropped)."""
-"""Exit code of `sandbox_init.py` when it could not build the sandbox."""
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt install bubblewrap`; Fedora: `dnf install bubblewrap`), or allow "
@@ -135,112 +143,6 @@ class Finished:
     """The cgroup's memory limit killed one of its processes."""
 
 
-def minimal_env(home: str = SANDBOX_HOME) -> dict[str, str]:
-    """The environment of a command: PATH, HOME (a fresh directory, never the worker's) and LANG."""
-    return {"PATH": os.environ.get("PATH", os.defpath), "HOME": home, "LANG": "C.UTF-8"}
-
-
-def worker_homes() -> list[str]:
-    """The worker's home directories ($HOME and the password database's), always hidden."""
-    homes = []
-    with contextlib.suppress(KeyError):
-        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
-    if os.environ.get("HOME"):
-        homes.append(os.environ["HOME"])
-    return [str(Path(h).resolve()) for h in homes if h and Path(h).resolve() != Path("/")]
-
-
-def _inside(path: Path, roots: list[Path]) -> bool:
-    return any(path != r and path.is_relative_to(r) for r in roots)
-
-
-def _covers(path: Path, roots: list[Path]) -> bool:
-    """`path` is one of `roots` or holds one (binding it back would undo the hiding)."""
-    return any(r == path or r.is_relative_to(path) for r in roots)
-
-
-def _install_prefix(program: str, env_path: str, cwd: Path) -> Path | None:
-    """Where a program is installed: `<prefix>/bin/<name>` gives <prefix>, else its directory."""
-    found = str(cwd / program) if "/" in program else shutil.which(program, path=env_path)
-    if not found:
-        return None
-    real = Path(found).resolve()
-    return real.parent.parent if real.parent.name == "bin" else real.parent
-
-
-def layout(argv: list[str], workspace: Path, policy: SandboxPolicy) -> tuple[list[str], list[str]]:
-    """(paths to hide, paths to bind read-only over what is there) for one command.
-
-    Hidden: the worker's homes and `policy.hide`, where they exist. Bound read-only: the worker's
-    own interpreter prefixes, the command's install prefix and `policy.expose`, where they lie
-    inside a hidden path or one of `EMPTY_DIRS` without being (or holding) one of them; and the auto-run paths of the
-    workspace (`.git`, `.husky`, `.envrc`, ...: `autorun.existing_autorun_paths`), so that the
-    command cannot leave a hook behind that runs later, outside any sandbox.
-    """
-    hidden = sorted({str(Path(p).resolve()) for p in [*worker_homes(), *policy.hide] if p and Path(p).is_dir()})
-    # /tmp, /var/tmp and /run are emptied too: an interpreter installed under them (a checkout in
-    # /tmp with its .venv, as CI makes) is bound back like one under a hidden home
-    roots = [Path(h) for h in hidden] + [Path(d).resolve() for d in EMPTY_DIRS if Path(d).is_dir()]
-    candidates = [sys.base_prefix, sys.prefix, sys.exec_prefix, *policy.expose]
-    prefix = _install_prefix(argv[0], minimal_env()["PATH"], workspace)
-    if prefix is not None:
-        candidates.append(str(prefix))
-    expose: list[str] = []
-    for c in candidates:
-        p = Path(c).resolve()
-        if p.exists() and _inside(p, roots) and not _covers(p, roots) and str(p) not in expose:
-            expose.append(str(p))
-    ws = workspace.resolve()
-    expose += [str(p) for p in existing_autorun_paths(ws) if str(p) not in expose]
-    # the workspace itself may lie inside a hidden path: it is bound after (over) the tmpfs
-    return [h for h in hidden if Path(h) != ws], expose
-
-
-def _by_depth(path: str) -> int:
-    return len(Path(path).parts)
-
-
-def _bwrap_argv(argv: list[str], workspace: Path, policy: SandboxPolicy, net: NetPlan | None) -> list[str]:
-    hidden, expose = layout(argv, workspace, policy)
-    ws = str(workspace.resolve())
-    out = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-           "--hostname", "longrun-sandbox"]
-    if net is not None:
-        out += net.bwrap_args()  # a network namespace of its own still, with slirp4netns attached
-    out.append("--clearenv")
-    for key, value in minimal_env().items():
-        out += ["--setenv", key, value]
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    size = ["--size", str(policy.tmpfs_mb * limits.MiB), "--tmpfs"]
-    ops: list[tuple[int, int, list[str]]] = [(_by_depth("/dev/shm"), 0, [*size, "/dev/shm"])]
-    for d in EMPTY_DIRS:
-        if Path(d).is_dir():
-            ops.append((_by_depth(d), 0, [*size, d]))
-    ops += [(_by_depth(h), 0, [*size, h]) for h in hidden]
-    ops.append((_by_depth(ws), 1, ["--bind", ws, ws]))
-    ops += [(_by_depth(e), 2, ["--ro-bind", e, e]) for e in expose]
-    for _, _, op in sorted(ops, key=lambda o: (o[0], o[1])):
-        out += op
-    # /dev is bwrap's own tmpfs, of no bounded size: read-only (its device nodes still work)
-    out += ["--remount-ro", "/dev", "--dir", SANDBOX_HOME, "--chdir", ws, "--", *argv]
-    return out
-
-
-def _unshare_argv(
-    argv: list[str], workspace: Path, policy: SandboxPolicy, stage: str, watch_fd: int, net: NetPlan | None
-) -> list[str]:
-    hidden, expose = layout(argv, workspace, policy)
-    ws = str(workspace.resolve())
-    config = {
-        "stage": stage, "hide": hidden, "binds": [ws], "expose": expose, "cwd": ws, "env": minimal_env(),
-        "argv": argv, "watch_fd": watch_fd, "tmpfs_size": policy.tmpfs_mb * limits.MiB,
-        **(net.init_config() if net is not None else {}),
-    }
-    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--uts", "--net",
-             "--kill-child=SIGKILL"]
-    return ["unshare", *flags, sys.executable, "-I", "-S", str(INIT_SCRIPT), json.dumps(config)]
-
-
 def _check_program(argv: list[str], cwd: Path) -> None:
     program = argv[0]
     if "/" in program:
@@ -263,12 +165,14 @@ def execute(
     stderr: IO[bytes],
     backend: Backend | None = None,
     keep_bytes: int = KEEP_BYTES,
+    protect: Sequence[Path] = (),
 ) -> Finished:
     """Run `argv` in the workspace under `policy`; the first `keep_bytes` of each stream go to the
     given files, the rest is counted and dropped (`sandbox_io`).
 
     Args:
         backend: the backend to use (the probe passes it); default: `choose(policy.mode)`.
+        protect: more paths in the workspace to bind read-only (nested auto-run entries).
 
     Raises:
         SandboxUnavailable: no sandbox this policy allows works on this machine.
@@ -286,14 +190,14 @@ def execute(
             stack.callback(net.close)
         pass_fds: tuple[int, ...] = net.pass_fds if net is not None else ()
         if backend == "bwrap":
-            cmd, env = _bwrap_argv(argv, cwd, policy, net), minimal_env()
+            cmd, env = bwrap_argv(argv, cwd, policy, net, protect), minimal_env()
         elif backend == "unshare":
             stage = tempfile.mkdtemp(prefix="longrun-sandbox-")
             stack.callback(_rmdir, stage)  # empty on the host: the sandbox's mounts were its own
             watch_r, watch_w = os.pipe()
             stack.callback(os.close, watch_w)  # closed when the worker dies, too: the sandbox ends then
             pass_fds = (*pass_fds, watch_r)
-            cmd, env = _unshare_argv(argv, cwd, policy, stage, watch_r, net), minimal_env()
+            cmd, env = unshare_argv(argv, cwd, policy, stage, watch_r, net, protect), minimal_env()
         else:
             home = tempfile.mkdtemp(prefix="longrun-home-")
             stack.callback(shutil.rmtree, home, ignore_errors=True)
