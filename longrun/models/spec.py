@@ -232,7 +232,11 @@ class RunSpec(BaseModel):
         "LONGRUN_ALLOW_UNSANDBOXED=1, else the run fails at its start) or `auto`: the worker's LONGRUN_SANDBOX, "
         "else bwrap when it works, else unshare, else commands are refused",
     )
-    allow_network: bool = Field(default=False, description="commands keep the host's network (default: none)")
+    allow_network: bool = Field(
+        default=False,
+        description="commands reach the outside through slirp4netns, never the host's loopback, addresses or the "
+        "stack's hosts (default: no network)",
+    )
     command_memory_mb: int = Field(default=4096, ge=64, description="data-segment limit of each command process, MiB")
     allow_autorun_paths: list[str] = Field(
         default_factory=list, max_length=100,

@@ -69,6 +69,15 @@ class Settings:
     sandbox_expose: tuple[str, ...] = ()
     """LONGRUN_SANDBOX_EXPOSE (paths separated by `:`): toolchains inside the worker's hidden home
     that commands need, bound back read-only."""
+    sandbox_file_mb: int = 1024
+    """LONGRUN_SANDBOX_FILE_MB: the largest file a command's process may write (RLIMIT_FSIZE), MiB."""
+    sandbox_tmpfs_mb: int = 512
+    """LONGRUN_SANDBOX_TMPFS_MB: the size of each tmpfs of a command's sandbox (/tmp, /dev/shm, ...), MiB."""
+    sandbox_tasks: int = 1024
+    """LONGRUN_SANDBOX_TASKS: processes and threads a command may have (its cgroup's pids.max, and
+    RLIMIT_NPROC, which counts every process of the worker's user)."""
+    sandbox_cgroup: bool = True
+    """LONGRUN_SANDBOX_CGROUP (`auto`, `off`): a cgroup per command where the host allows one."""
     webhooks: tuple[str, ...] = ()
     """LONGRUN_WEBHOOKS (names, comma-separated): webhooks this worker notifies for every run it
     starts, beside those the run's spec names (docs/NOTIFICATIONS.md)."""
@@ -116,6 +125,10 @@ class Settings:
             default_model=os.environ.get("LONGRUN_MODEL") or (DEFAULT_CLAUDE if key else "scripted"),
             sandbox=cast(SandboxMode, sandbox),
             sandbox_expose=tuple(p for p in os.environ.get("LONGRUN_SANDBOX_EXPOSE", "").split(os.pathsep) if p),
+            sandbox_file_mb=_positive_int("LONGRUN_SANDBOX_FILE_MB", 1024),
+            sandbox_tmpfs_mb=_positive_int("LONGRUN_SANDBOX_TMPFS_MB", 512),
+            sandbox_tasks=_positive_int("LONGRUN_SANDBOX_TASKS", 1024),
+            sandbox_cgroup=_cgroup_setting(),
             webhooks=parse_webhook_names(os.environ.get(WEBHOOKS_VARIABLE, "")),
             mcp_servers=mcp_config.load(os.environ),
             allow_unsandboxed=_flag("LONGRUN_ALLOW_UNSANDBOXED"),
@@ -135,3 +148,21 @@ def _flag(variable: str) -> bool:
     if value in ("1", "true", "yes"):
         return True
     raise ConfigError(f"{variable}={value!r}: use 1 (yes) or 0 (no)")
+
+
+def _positive_int(name: str, default: int) -> int:
+    raw = os.environ.get(name) or str(default)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name}={raw!r} is not a positive whole number; unset it for the default ({default})")
+    return value
+
+
+def _cgroup_setting() -> bool:
+    raw = (os.environ.get("LONGRUN_SANDBOX_CGROUP") or "auto").lower()
+    if raw not in ("auto", "off"):
+        raise ConfigError(f"LONGRUN_SANDBOX_CGROUP={raw!r} is not `auto` or `off`")
+    return raw == "auto"

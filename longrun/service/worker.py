@@ -14,6 +14,7 @@ import asyncio
 import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -64,7 +65,9 @@ def worker_sandbox(settings: Settings) -> SandboxPolicy:
     """The worker's sandbox defaults: LONGRUN_SANDBOX for specs that say `auto`, $LONGRUN_HOME
     hidden from commands (the stack's data, its URLs and keys), LONGRUN_SANDBOX_EXPOSE bound back."""
     return SandboxPolicy(
-        mode=settings.sandbox, hide=(str(settings.home),), expose=settings.sandbox_expose
+        mode=settings.sandbox, hide=(str(settings.home),), expose=settings.sandbox_expose,
+        file_mb=settings.sandbox_file_mb, tmpfs_mb=settings.sandbox_tmpfs_mb, tasks=settings.sandbox_tasks,
+        cgroup=settings.sandbox_cgroup, deny_hosts=stack_hosts(settings),
     )
 
 
@@ -73,6 +76,18 @@ def worker_trust(settings: Settings) -> WorkerTrust:
     when LONGRUN_ALLOW_UNSANDBOXED (or LONGRUN_SANDBOX=none) says so, and its base URLs."""
     return WorkerTrust(mcp=McpDirectory(settings.mcp_servers), allow_unsandboxed=settings.unsandboxed_allowed(),
                        base_urls=settings.base_urls())
+
+
+def stack_hosts(settings: Settings) -> tuple[str, ...]:
+    """The hosts of the stack's services (Temporal, PostgreSQL): commands allowed the network may
+    still not reach them."""
+    hosts = [settings.temporal_address.rsplit(":", 1)[0].strip("[]")]
+    for url in (settings.database_url, settings.owner_database_url):
+        if url:
+            host = urlsplit(url).hostname
+            if host and not host.startswith("/"):
+                hosts.append(host)
+    return tuple(dict.fromkeys(h for h in hosts if h))
 
 
 def build_worker(

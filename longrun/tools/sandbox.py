@@ -12,17 +12,21 @@ runs in a new set of namespaces, with nothing of the worker but what it needs:
   the command's install prefix, e.g. a pyenv Python under `~/.pyenv`) is bound back read-only;
 - **the environment** PATH, HOME and LANG only (`minimal_env`);
 - **no network** (a new network namespace with only loopback) unless the run spec says
-  `allow_network: true`;
+  `allow_network: true`; then a user-mode network (`sandbox_net`: slirp4netns) that reaches the
+  outside but not the host's loopback, the host's addresses or the stack's hosts;
 - **its own processes only**: a new pid namespace with its own `/proc`, so no `/proc/<ppid>/environ`
   of the worker; when the command ends, every process it left behind is killed (the namespace
   ends with its first process), a daemon too;
-- **limits**: the wall-time limit (`command_timeout_seconds`), CPU seconds (the same number) and a
-  data-segment limit (`command_memory_mb`) per process, no core files.
+- **limits** (`sandbox_limits`): the wall-time limit (`command_timeout_seconds`), CPU seconds (the
+  same number), a data-segment limit (`command_memory_mb`), a file-size limit and a process limit
+  per process, no core files; a size on every tmpfs; a cgroup around the whole command (memory,
+  tasks) where the host allows one; and only the first MiB of each output stream kept.
 
 Backends (`RunSpec.sandbox`, else the worker's `LONGRUN_SANDBOX`, else `auto`):
 
 - `bwrap`: bubblewrap (`--unshare-all --die-with-parent --clearenv --cap-drop ALL`, `--ro-bind / /`,
-  `--bind` of the workspace, `--tmpfs` of HOME, /tmp and the hidden paths, its own `/dev`, `/proc`);
+  `--bind` of the workspace, a sized `--tmpfs` of HOME, /tmp and the hidden paths, its own `/dev`
+  (read-only), `/proc`);
 - `unshare`: util-linux `unshare` (user, mount, pid, net, ipc and uts namespaces) with
   `sandbox_init.py` as the namespace's first process, which builds the same view by hand and drops
   every capability before it runs the command;
@@ -37,34 +41,47 @@ Whether a backend works is found out once per worker process, by running `true` 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import pwd
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, get_args
 
 from longrun.errors import SandboxUnavailable, ToolError
-from longrun.tools.autorun import existing_autorun_paths
+from longrun.tools import sandbox_limits as limits
+from longrun.tools.sandbox_io import Sink, pump
+from longrun.tools.sandbox_layout import (
+    EMPTY_DIRS,
+    INIT_SCRIPT,
+    SANDBOX_HOME,
+    bwrap_argv,
+    layout,
+    minimal_env,
+    unshare_argv,
+    worker_homes,
+)
+from longrun.tools.sandbox_net import NetPlan, network_unavailable
 
 SandboxMode = Literal["auto", "bwrap", "unshare", "none"]
 Backend = Literal["bwrap", "unshare", "none"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 
-SANDBOX_HOME = "/tmp/home"
-"""HOME inside a sandbox: an empty directory on the sandbox's own /tmp."""
-EMPTY_DIRS = ("/tmp", "/var/tmp", "/run")
-"""Always replaced by empty tmpfs inside a sandbox (sockets of local daemons live in /run and /tmp)."""
-INIT_SCRIPT = Path(__file__).with_name("sandbox_init.py")
+__all__ = [
+    "EMPTY_DIRS", "INIT_SCRIPT", "INSTALL_HINT", "SANDBOX_HOME", "SANDBOX_MODES", "Backend", "Finished",
+    "SandboxMode", "SandboxPolicy", "choose", "describe", "execute", "layout", "minimal_env", "probe",
+    "reset_probes", "worker_homes",
+]
+
 PROBE_TIMEOUT = 20.0
 SETUP_FAILED = 125
 """Exit code of `sandbox_init.py` when it could not build the sandbox."""
+KEEP_BYTES = 1 << 20
+"""Of each stream, what `execute` keeps by default (the rest is counted and dropped)."""
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt install bubblewrap`; Fedora: `dnf install bubblewrap`), or allow "
@@ -87,6 +104,15 @@ class SandboxPolicy:
         hide: paths hidden under an empty tmpfs besides the worker's home (the worker passes
             `$LONGRUN_HOME`).
         expose: paths inside hidden ones to bind back read-only (toolchains under a home).
+        file_mb: RLIMIT_FSIZE of every process: the largest file it may write, in MiB.
+        tmpfs_mb: the size of each tmpfs of the sandbox (/tmp, /var/tmp, /run, /dev/shm, the hidden
+            homes), in MiB; without it each may take half the machine's RAM.
+        tasks: the most processes (and threads) the command may have at once: the cgroup's
+            `pids.max`, and RLIMIT_NPROC (which counts every process of the worker's user).
+        cgroup: put each command in a cgroup of its own (memory and tasks bounded as a whole) where
+            the host lets the worker make one; False: rlimits only.
+        deny_hosts: with the network allowed, addresses (or host names) commands may not reach
+            besides the host's own: the worker passes its Temporal and PostgreSQL hosts.
     """
 
     mode: SandboxMode = "auto"
@@ -95,6 +121,11 @@ class SandboxPolicy:
     cpu_seconds: int | None = None
     hide: tuple[str, ...] = ()
     expose: tuple[str, ...] = ()
+    file_mb: int = 1024
+    tmpfs_mb: int = 512
+    tasks: int = 1024
+    cgroup: bool = True
+    deny_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,128 +136,11 @@ class Finished:
     code: int
     timed_out: bool
     backend: Backend
-
-
-def minimal_env(home: str = SANDBOX_HOME) -> dict[str, str]:
-    """The environment of a command: PATH, HOME (a fresh directory, never the worker's) and LANG."""
-    return {"PATH": os.environ.get("PATH", os.defpath), "HOME": home, "LANG": "C.UTF-8"}
-
-
-def worker_homes() -> list[str]:
-    """The worker's home directories ($HOME and the password database's), always hidden."""
-    homes = []
-    with contextlib.suppress(KeyError):
-        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
-    if os.environ.get("HOME"):
-        homes.append(os.environ["HOME"])
-    return [str(Path(h).resolve()) for h in homes if h and Path(h).resolve() != Path("/")]
-
-
-def _inside(path: Path, roots: list[Path]) -> bool:
-    return any(path != r and path.is_relative_to(r) for r in roots)
-
-
-def _covers(path: Path, roots: list[Path]) -> bool:
-    """`path` is one of `roots` or holds one (binding it back would undo the hiding)."""
-    return any(r == path or r.is_relative_to(path) for r in roots)
-
-
-def _install_prefix(program: str, env_path: str, cwd: Path) -> Path | None:
-    """Where a program is installed: `<prefix>/bin/<name>` gives <prefix>, else its directory."""
-    found = str(cwd / program) if "/" in program else shutil.which(program, path=env_path)
-    if not found:
-        return None
-    real = Path(found).resolve()
-    return real.parent.parent if real.parent.name == "bin" else real.parent
-
-
-def layout(argv: list[str], workspace: Path, policy: SandboxPolicy) -> tuple[list[str], list[str]]:
-    """(paths to hide, paths to bind read-only over what is there) for one command.
-
-    Hidden: the worker's homes and `policy.hide`, where they exist. Bound read-only: the worker's
-    own interpreter prefixes, the command's install prefix and `policy.expose`, where they lie
-    inside a hidden path or one of `EMPTY_DIRS` without being (or holding) one of them; and the auto-run paths of the
-    workspace (`.git`, `.husky`, `.envrc`, ...: `autorun.existing_autorun_paths`), so that the
-    command cannot leave a hook behind that runs later, outside any sandbox.
-    """
-    hidden = sorted({str(Path(p).resolve()) for p in [*worker_homes(), *policy.hide] if p and Path(p).is_dir()})
-    # /tmp, /var/tmp and /run are emptied too: an interpreter installed under them (a checkout in
-    # /tmp with its .venv, as CI makes) is bound back like one under a hidden home
-    roots = [Path(h) for h in hidden] + [Path(d).resolve() for d in EMPTY_DIRS if Path(d).is_dir()]
-    candidates = [sys.base_prefix, sys.prefix, sys.exec_prefix, *policy.expose]
-    prefix = _install_prefix(argv[0], minimal_env()["PATH"], workspace)
-    if prefix is not None:
-        candidates.append(str(prefix))
-    expose: list[str] = []
-    for c in candidates:
-        p = Path(c).resolve()
-        if p.exists() and _inside(p, roots) and not _covers(p, roots) and str(p) not in expose:
-            expose.append(str(p))
-    ws = workspace.resolve()
-    expose += [str(p) for p in existing_autorun_paths(ws) if str(p) not in expose]
-    # the workspace itself may lie inside a hidden path: it is bound after (over) the tmpfs
-    return [h for h in hidden if Path(h) != ws], expose
-
-
-def _by_depth(path: str) -> int:
-    return len(Path(path).parts)
-
-
-def _bwrap_argv(argv: list[str], workspace: Path, policy: SandboxPolicy) -> list[str]:
-    hidden, expose = layout(argv, workspace, policy)
-    ws = str(workspace.resolve())
-    out = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-           "--hostname", "longrun-sandbox"]
-    if policy.allow_network:
-        out.append("--share-net")
-    out.append("--clearenv")
-    for key, value in minimal_env().items():
-        out += ["--setenv", key, value]
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    ops: list[tuple[int, int, list[str]]] = []
-    for d in EMPTY_DIRS:
-        if Path(d).is_dir():
-            ops.append((_by_depth(d), 0, ["--tmpfs", d]))
-    ops += [(_by_depth(h), 0, ["--tmpfs", h]) for h in hidden]
-    ops.append((_by_depth(ws), 1, ["--bind", ws, ws]))
-    ops += [(_by_depth(e), 2, ["--ro-bind", e, e]) for e in expose]
-    for _, _, op in sorted(ops, key=lambda o: (o[0], o[1])):
-        out += op
-    out += ["--dir", SANDBOX_HOME, "--chdir", ws, "--", *argv]
-    return out
-
-
-def _unshare_argv(argv: list[str], workspace: Path, policy: SandboxPolicy, stage: str, watch_fd: int) -> list[str]:
-    hidden, expose = layout(argv, workspace, policy)
-    ws = str(workspace.resolve())
-    config = {
-        "stage": stage, "hide": hidden, "binds": [ws], "expose": expose, "cwd": ws, "env": minimal_env(),
-        "argv": argv, "watch_fd": watch_fd, "network": policy.allow_network,
-    }
-    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--ipc", "--uts",
-             "--kill-child=SIGKILL"]
-    if not policy.allow_network:
-        flags.append("--net")
-    return ["unshare", *flags, sys.executable, "-I", "-S", str(INIT_SCRIPT), json.dumps(config)]
-
-
-def _limits(policy: SandboxPolicy, timeout: float) -> list[str]:
-    """A `prlimit` prefix: CPU seconds, data segment, no core files (inherited by every child)."""
-    if shutil.which("prlimit") is None:
-        return []
-    cpu = policy.cpu_seconds or max(1, int(timeout + 0.999))
-    data = policy.memory_mb * 1024 * 1024
-    return ["prlimit", f"--cpu={cpu}:{cpu + 5}", f"--data={data}", "--core=0", "--"]
-
-
-def _preexec_limits(policy: SandboxPolicy, timeout: float) -> None:  # pragma: no cover - without prlimit only
-    import resource
-
-    cpu = policy.cpu_seconds or max(1, int(timeout + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-    data = policy.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_DATA, (data, data))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    stdout_bytes: int = 0
+    """How much the command wrote to stdout (only `keep_bytes` of it were kept)."""
+    stderr_bytes: int = 0
+    oom_killed: bool = False
+    """The cgroup's memory limit killed one of its processes."""
 
 
 def _check_program(argv: list[str], cwd: Path) -> None:
@@ -250,11 +164,15 @@ def execute(
     stdout: IO[bytes],
     stderr: IO[bytes],
     backend: Backend | None = None,
+    keep_bytes: int = KEEP_BYTES,
+    protect: Sequence[Path] = (),
 ) -> Finished:
-    """Run `argv` in the workspace under `policy`, output to the given files.
+    """Run `argv` in the workspace under `policy`; the first `keep_bytes` of each stream go to the
+    given files, the rest is counted and dropped (`sandbox_io`).
 
     Args:
         backend: the backend to use (the probe passes it); default: `choose(policy.mode)`.
+        protect: more paths in the workspace to bind read-only (nested auto-run entries).
 
     Raises:
         SandboxUnavailable: no sandbox this policy allows works on this machine.
@@ -263,28 +181,40 @@ def execute(
     backend = backend or choose(policy.mode)
     cwd = workspace.resolve()
     _check_program(argv, cwd)
-    prefix = _limits(policy, timeout)
-    timed_out = False
+    if policy.allow_network and backend != "none" and (why := network_unavailable()) is not None:
+        raise SandboxUnavailable(why)
+    prefix = limits.rlimit_prefix(policy, timeout)
     with contextlib.ExitStack() as stack:
-        pass_fds: tuple[int, ...] = ()
+        net = NetPlan(backend, policy) if policy.allow_network and backend != "none" else None
+        if net is not None:
+            stack.callback(net.close)
+        pass_fds: tuple[int, ...] = net.pass_fds if net is not None else ()
         if backend == "bwrap":
-            cmd, env = _bwrap_argv(argv, cwd, policy), minimal_env()
+            cmd, env = bwrap_argv(argv, cwd, policy, net, protect), minimal_env()
         elif backend == "unshare":
             stage = tempfile.mkdtemp(prefix="longrun-sandbox-")
             stack.callback(_rmdir, stage)  # empty on the host: the sandbox's mounts were its own
             watch_r, watch_w = os.pipe()
             stack.callback(os.close, watch_w)  # closed when the worker dies, too: the sandbox ends then
-            pass_fds = (watch_r,)
-            cmd, env = _unshare_argv(argv, cwd, policy, stage, watch_r), minimal_env()
+            pass_fds = (*pass_fds, watch_r)
+            cmd, env = unshare_argv(argv, cwd, policy, stage, watch_r, net, protect), minimal_env()
         else:
             home = tempfile.mkdtemp(prefix="longrun-home-")
             stack.callback(shutil.rmtree, home, ignore_errors=True)
             cmd, env = argv, minimal_env(home)
         try:
+            group = limits.open_cgroup(policy)
+        except OSError as exc:
+            raise ToolError(f"the command's cgroup could not be made, so the command did not run: {exc}. To run "
+                            "commands without one, set LONGRUN_SANDBOX_CGROUP=off for the worker") from exc
+        if group is not None:
+            stack.callback(group.close)
+            prefix = [*group.prefix(), *prefix]
+        try:
             proc = subprocess.Popen(
-                [*prefix, *cmd], shell=False, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
-                stderr=stderr, start_new_session=True, pass_fds=pass_fds,
-                preexec_fn=None if prefix else (lambda: _preexec_limits(policy, timeout)),  # without prlimit only
+                [*prefix, *cmd], shell=False, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True, pass_fds=pass_fds,
+                preexec_fn=None if prefix else (lambda: limits.set_rlimits(policy, timeout)),  # without prlimit only
             )
         except FileNotFoundError as exc:
             raise ToolError(f"command not found: {argv[0]!r} is not on PATH in the command environment") from exc
@@ -293,21 +223,31 @@ def execute(
         finally:
             for fd in pass_fds:
                 os.close(fd)
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            code = proc.wait()
-        # what the command left in its process group ends with it (in a sandbox the pid namespace
-        # already ended every process it started; under `none` one that left the group survives)
+        assert proc.stdout is not None and proc.stderr is not None
+        stack.callback(proc.stdout.close)
+        stack.callback(proc.stderr.close)
+        if net is not None:
+            try:
+                net.start(proc)
+            except (ToolError, OSError, subprocess.SubprocessError) as exc:
+                _kill_group(proc.pid)
+                proc.wait()
+                raise ToolError(f"{exc}. The command did not run; to run it without the network, drop "
+                                "`allow_network` from the run spec") from exc
+        sinks = {proc.stdout.fileno(): Sink(stdout, keep_bytes), proc.stderr.fileno(): Sink(stderr, keep_bytes)}
+        # in a sandbox the pid namespace ends every process the command started; under `none` one
+        # that left the group survives, and only its pipes are given up
+        code, timed_out = pump(proc, sinks, timeout, lambda: _kill_group(proc.pid))
         _kill_group(proc.pid)
-    if backend == "unshare" and code == SETUP_FAILED and not timed_out:
+        oom = group is not None and group.oom_killed()
+    out, err = sinks.values()
+    if code in (SETUP_FAILED, limits.ENTER_FAILED) and not timed_out:
         stderr.seek(0)
         said = stderr.read(4000).decode("utf-8", "replace")
         if "longrun sandbox: setup failed" in said:
             raise ToolError(f"the sandbox could not be set up, so the command did not run: {said.strip()}")
-    return Finished(code=code, timed_out=timed_out, backend=backend)
+    return Finished(code=code, timed_out=timed_out, backend=backend, stdout_bytes=out.total, stderr_bytes=err.total,
+                    oom_killed=oom)
 
 
 def _kill_group(pgid: int) -> None:
@@ -387,7 +327,10 @@ def choose(mode: SandboxMode) -> Backend:
 
 
 def describe(backend: Backend, policy: SandboxPolicy) -> str:
-    """One line for status and the audit: the backend and whether the network is on."""
+    """One line for status and the audit: the backend, whether the network is on, and the limits
+    in force (`sandbox_limits.describe_limits`)."""
     if backend == "none":
-        return "none (no sandbox: the operator chose it)"
-    return f"{backend} ({'network allowed' if policy.allow_network else 'no network'})"
+        return f"none (no sandbox: the operator chose it; {limits.describe_limits(policy, backend)})"
+    network = ("network allowed: outbound only (slirp4netns; the host's loopback and addresses, the stack's hosts "
+               "and link-local blocked)" if policy.allow_network else "no network")
+    return f"{backend} ({network}; {limits.describe_limits(policy, backend)})"

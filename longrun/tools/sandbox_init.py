@@ -14,15 +14,17 @@ What it does, in order:
 
 1. mounts a tmpfs on the stage directory the worker made, and recursively binds the host's `/`
    into it (`<stage>/root`);
-2. on that copy: a tmpfs over `/tmp`, `/var/tmp`, `/run` and every hidden path (the worker's home,
-   `$LONGRUN_HOME`), read-only binds of what must stay visible inside those (the interpreter's
+2. on that copy: a tmpfs of `tmpfs_size` bytes over `/tmp`, `/var/tmp`, `/run` and every hidden
+   path (the worker's home, `$LONGRUN_HOME`), read-only binds of what must stay visible inside those (the interpreter's
    prefix, the command's install prefix) and of the workspace's auto-run paths (`.git`, ...),
    a minimal `/dev` (null, zero, full, random, urandom, tty, a new devpts,
-   a tmpfs `/dev/shm`), and the workspace bound read-write back at its own path; shallower
+   a tmpfs `/dev/shm` of `tmpfs_size`; `/dev` itself read-only), and the workspace bound read-write back at its own path; shallower
    mounts first, so a workspace inside a hidden home stays visible;
 3. remounts every other mount of the copy read-only;
 4. `pivot_root` into the copy and detaches the old root: nothing outside the copy is reachable;
-5. brings the loopback interface up (a new network namespace starts with it down);
+5. brings the loopback interface up (a new network namespace starts with it down); with the
+   network allowed, says so on `net_ready_fd` and waits on `net_go_fd` until the worker has
+   attached slirp4netns to the namespace (`longrun.tools.sandbox_net`);
 6. forks the command with an empty capability set (bounding set dropped, `SECBIT_NOROOT` locked,
    `no_new_privs`), so it cannot undo any of this (remount, mount, chroot, ptrace the init);
 7. waits for it, reaping orphans, and exits with its status. When this process exits, the kernel
@@ -127,6 +129,7 @@ def mounts_under(root: str) -> list[tuple[str, int]]:
 
 def build_root(cfg: dict[str, Any]) -> str:
     stage = cfg["stage"]
+    size = int(cfg["tmpfs_size"])
     mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     root = os.path.join(stage, "root")
     os.mkdir(root)
@@ -162,10 +165,13 @@ def build_root(cfg: dict[str, Any]) -> str:
             continue
         if not os.path.isdir(target) or os.path.islink(target.rstrip("/")):
             continue  # nothing there to hide (a symlink is followed to what it names, also hidden if listed)
-        mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-        writable.add(target)
         if kind == "dev":
-            writable.update(_populate_dev(target))
+            # device nodes and symlinks only: a small tmpfs, read-only once populated (the nodes still work)
+            mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+            writable.update(_populate_dev(target, size))
+            continue
+        mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0755,size={size}")
+        writable.add(target)
     for point, flags in mounts_under(root):
         if point in writable:
             continue
@@ -181,7 +187,7 @@ def build_root(cfg: dict[str, Any]) -> str:
     return root
 
 
-def _populate_dev(dev: str) -> list[str]:
+def _populate_dev(dev: str, shm_size: int) -> list[str]:
     extra = []
     for name in DEVICES:
         node = os.path.join(dev, name)
@@ -195,7 +201,7 @@ def _populate_dev(dev: str) -> list[str]:
         os.symlink(to, os.path.join(dev, name))
     shm = os.path.join(dev, "shm")
     os.mkdir(shm)
-    mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={shm_size}")
     extra.append(shm)
     pts = os.path.join(dev, "pts")
     os.mkdir(pts)
@@ -287,16 +293,27 @@ def supervise(child: int, watch_fd: int, wake_fd: int) -> int:
                 os.read(wake_fd, 512)
 
 
+def wait_for_network(ready_fd: int, go_fd: int) -> None:
+    """Say the namespaces exist, then wait until the worker has attached the user-mode network
+    (EOF instead of a byte: the worker gave up, so nothing runs)."""
+    os.write(ready_fd, b"1")
+    os.close(ready_fd)
+    if os.read(go_fd, 1) != b"1":
+        raise SetupError("the worker did not set up the network")
+    os.close(go_fd)
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     try:
         root = build_root(cfg)
         pivot(root)
         os.makedirs(cfg["env"]["HOME"], mode=0o700, exist_ok=True)
-        if not cfg["network"]:
-            loopback_up()
+        loopback_up()
         with contextlib.suppress(OSError):
             socket.sethostname("longrun-sandbox")
+        if "net_go_fd" in cfg:
+            wait_for_network(cfg["net_ready_fd"], cfg["net_go_fd"])
     except (SetupError, OSError) as exc:
         sys.stderr.write(f"longrun sandbox: setup failed: {exc}\n")
         os._exit(125)

@@ -284,7 +284,8 @@ def last_sandbox(store: Store, run_id: str) -> str | None:
 def describe_sandbox(spec: RunSpec, used: str | None) -> str:
     chosen = {"auto": "auto (the worker's LONGRUN_SANDBOX, else bwrap, else unshare)",
               "none": "none (no sandbox, chosen explicitly: commands see what the worker sees)"}.get(spec.sandbox, spec.sandbox)
-    network = "network allowed" if spec.allow_network else "no network"
+    network = ("network allowed (outbound only: not the host's loopback or addresses, nor the stack's hosts)"
+               if spec.allow_network else "no network")
     return f"{chosen}; {network}" + (f"; the last command ran under {used}" if used else "")
 
 
