@@ -87,8 +87,8 @@ INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt install bubblewrap`; Fedora: `dnf install bubblewrap`), or allow "
     "unprivileged user namespaces so util-linux `unshare` works (sysctl kernel.unprivileged_userns_clone=1; on "
     "Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0), or, to run commands with no sandbox at "
-    "all (they can then read everything the worker can, its secrets included), set `sandbox: none` in the run "
-    "spec or LONGRUN_SANDBOX=none for the worker"
+    "all (they can then read everything the worker can, its secrets included), set LONGRUN_SANDBOX=none for the worker "
+    "(or LONGRUN_ALLOW_UNSANDBOXED=1 there, and `sandbox: none` in the run spec)"
 )
 
 
