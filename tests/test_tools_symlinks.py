@@ -28,7 +28,9 @@ from longrun.service import decide
 from longrun.service.approval_view import _diff
 from longrun.store import Store
 from longrun.tools import default_registry
+from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.base import ToolContext
+from longrun.workspace import GitError, Trailers, commit_effect
 from longrun.workspace.git import git
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
@@ -194,3 +196,24 @@ async def test_a_scope_on_docs_gets_no_edit_through_a_link_and_leaves_nothing_un
     assert git(tree, "status", "--porcelain") == "", "nothing is left uncommitted in the worktree"
     assert git(repo, "status", "--porcelain") == ""
     assert git(tree, "diff", "--name-only", f"main..longrun/{run_id}").split() == ["docs/index.md", "docs/notes.md"]
+
+
+def test_runs_code_warns_for_every_file_a_call_changes() -> None:
+    """The RUNS CODE warning reads a diff's files and a move's destination, not only `path`."""
+    diff = _diff_of("docs/index.md", "# docs", "# Docs") + _diff_of("conftest.py", "import os", "import evil")
+    assert [p for p, _ in runs_code_warnings({"diff": diff})] == ["conftest.py"]
+    assert [p for p, _ in runs_code_warnings({"path": "src/helpers.py", "to": "tests/conftest.py"})] == [
+        "tests/conftest.py"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
+def test_the_change_set_refuses_to_commit_a_path_through_a_link(tmp_path: Path) -> None:
+    """Its own guard: a commit of `docs/guide.md` would record the unchanged link and leave the
+    changed conftest.py uncommitted."""
+    repo = make_linked_repo(tmp_path / "repo")
+    (repo / "conftest.py").write_text("import evil\n")  # as a write through the link would have
+    with pytest.raises(GitError, match="'docs/guide.md' is a symlink"):
+        commit_effect(repo, ["docs/guide.md"], "write_file", "wrote docs/guide.md", Trailers("r/t1/c0"))
+    with pytest.raises(GitError, match="'docs/code' is a symlink"):
+        commit_effect(repo, ["docs/code/auth.py"], "write_file", "wrote docs/code/auth.py", Trailers("r/t1/c0"))
+    assert git(repo, "rev-list", "--count", "HEAD") == "1", "nothing was committed"
