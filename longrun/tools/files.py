@@ -297,7 +297,8 @@ WRITE_FILE = Tool(
     name="write_file",
     description=(
         "Create or overwrite a file of the workspace with the given UTF-8 content (parent directories are "
-        "created). Needs a human's approval. Paths may not contain '..' or lie under .git."
+        "created). Needs a human's approval. Paths are relative to the workspace and may not contain '..', "
+        "lie under .git or go through a symlink (edit a link's target by its own path)."
     ),
     input_schema={
         "type": "object",
