@@ -126,3 +126,50 @@ def test_the_approval_view_does_not_block_on_a_fifo(ws: Path) -> None:
     assert diff is None and note and "not a regular file" in note
     diff, note = promptly(lambda: _diff("delete_path", {"path": "src/cache.txt"}, ws))
     assert diff is None and note and "not a regular file" in note
+
+
+# --- a whole run: the worker's activity threads are never held ----------------------------------
+
+FIFO_PLAN = [
+    [("read_file", {"path": "src/cache.txt"})],
+    [("grep", {"pattern": "cache"})],
+    [("glob", {"pattern": "src/**"})],
+    [("set_next_action", {"next_action": "edit"})],
+    [("write_file", {"path": "src/cache.txt", "content": "plain\n"})],  # approval view and fingerprint
+    [("set_next_action", {"next_action": "stop"})],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+async def test_a_run_over_a_fifo_completes_and_the_approver_gets_an_answer(
+    store: Any, temporal_client: Any, ws: Path,
+) -> None:
+    from longrun.models.spec import RunSpec
+    from longrun.service import client as api
+    from longrun.service.approval_view import approval_view
+    from tests.support.harness import running_worker
+    from tests.support.policy import PlanProvider
+
+    provider = PlanProvider(plan=FIFO_PLAN)
+    async with running_worker(temporal_client, store, provider=provider) as h:
+        try:
+            run_id = await h.start(RunSpec(objective="Look at the cache.", workspace=str(ws), approvers=["alice"]))
+            pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
+            view = promptly(lambda: approval_view(store, run_id, pending.approval_id))
+            assert view.diff is None and view.diff_note and "is a FIFO, not a regular file" in view.diff_note
+            await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+            result = await h.result(run_id, timeout=90)
+        finally:  # on a regression, free the threads blocked on the FIFO so the worker can stop
+            for _ in range(8):
+                with contextlib.suppress(OSError):
+                    os.close(os.open(ws / "src" / "cache.txt", os.O_WRONLY | os.O_NONBLOCK))
+    assert result.status == "completed", result.reason
+    results = [b for m in provider.requests[-1].messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+    read, grep, glob = (str(b.content) for b in results[:3])
+    assert results[0].is_error and "'src/cache.txt' is a FIFO, not a regular file" in read
+    assert "src/app.py:1:" in grep and "cache.txt:" not in grep.replace("src/cache.txt'", "")
+    assert "[skipped 3 special file(s)" in glob
+    assert (ws / "src" / "cache.txt").read_text() == "plain\n", "the approved write replaced the FIFO"
+    intents = [e for e in store.load_state(run_id).effects if e.tool == "write_file"]
+    assert [e.before for e in intents] == ["special:FIFO"]
