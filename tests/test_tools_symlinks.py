@@ -30,6 +30,8 @@ from longrun.store import Store
 from longrun.tools import default_registry
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.base import ToolContext
+from longrun.tools.files import _atomic_write
+from longrun.tools.paths import check_write_path
 from longrun.workspace import GitError, Trailers, commit_effect
 from longrun.workspace.git import git
 from tests.support.harness import running_worker
@@ -217,3 +219,16 @@ def test_the_change_set_refuses_to_commit_a_path_through_a_link(tmp_path: Path) 
     with pytest.raises(GitError, match="'docs/code' is a symlink"):
         commit_effect(repo, ["docs/code/auth.py"], "write_file", "wrote docs/code/auth.py", Trailers("r/t1/c0"))
     assert git(repo, "rev-list", "--count", "HEAD") == "1", "nothing was committed"
+
+
+def test_a_link_swapped_in_after_the_check_fails_the_write(tmp_path: Path) -> None:
+    """The write itself opens each directory with O_NOFOLLOW from `/`: a directory replaced by a
+    link between the gate's check and the write is not followed."""
+    ws = linked_workspace(tmp_path / "ws")
+    (ws / "notes").mkdir()
+    checked = check_write_path(ws, "notes/auth.py")
+    (ws / "notes").rmdir()
+    os.symlink("src", ws / "notes")  # what a command could do between the check and the write
+    with pytest.raises(OSError, match="symlink"):
+        _atomic_write(checked, b"def check(user):\n    return True\n")
+    untouched(ws)

@@ -31,7 +31,10 @@ from typing import BinaryIO
 
 from longrun.errors import NotRegularFile
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How a directory on the way is opened: `O_PATH` (Linux) needs only search permission, as a
+plain path lookup does, so a 0711 home directory on the way works; the descriptor serves as
+`dir_fd` for the *at calls and nothing else."""
 _KINDS = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
           (stat.S_ISBLK, "block device"), (stat.S_ISLNK, "symlink"), (stat.S_ISDIR, "directory"))
 
@@ -115,7 +118,7 @@ def first_symlink(root: Path, parts: Sequence[str]) -> int | None:
     swapped in during the walk is reported rather than followed. The walk stops at the first
     component that does not exist or is not a directory: nothing below it can be a link.
     """
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
     try:
         for index, name in enumerate(parts):
             try:
@@ -150,7 +153,7 @@ def open_dir_nofollow(directory: Path, *, create: bool = False) -> int:
     """
     if not directory.is_absolute():
         raise ValueError(f"open_dir_nofollow needs an absolute path, got {directory}")
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open("/", _DIR_FLAGS)
     try:
         for name in directory.parts[1:]:
             try:
@@ -161,6 +164,11 @@ def open_dir_nofollow(directory: Path, *, create: bool = False) -> int:
                 with contextlib.suppress(FileExistsError):  # made by another writer meanwhile
                     os.mkdir(name, 0o777, dir_fd=fd)
                 child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:  # O_PATH|O_NOFOLLOW on a link: ENOTDIR; without O_PATH: ELOOP
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode):
+                    raise OSError(errno.ELOOP, f"{name!r} in {directory} is a symlink; nothing is written through "
+                                  "one") from exc
+                raise
             os.close(fd)
             fd = child
         return fd
