@@ -18,6 +18,8 @@
     ├── InvalidToolCall             an activity was handed a tool call the transcript does not hold
     ├── ToolError                   a tool refused or failed (returned to the model as an error)
     │   ├── WorkspaceEscape         a path resolves outside the run's workspace
+    │   ├── SymlinkInPath           an effect's path goes through a symlink (edit the target by its path)
+    │   ├── NotRegularFile          a FIFO, socket or device where a tool reads or edits a file
     │   ├── CommandNotAllowed       an argv list is not on the run's allow-list
     │   └── SandboxUnavailable      no sandbox the run allows works on this worker
     ├── ApprovalError               an approve/reject update was refused
@@ -140,6 +142,17 @@ class ToolError(LongrunError):
 
 class WorkspaceEscape(ToolError):
     """A path resolves outside the run's workspace (`..`, absolute, sibling prefix, symlink)."""
+
+
+class SymlinkInPath(ToolError):
+    """An effect tool's path has a symlink in one of its components. Scopes, the RUNS CODE
+    warning and the change set judge a path as written, so an edit through a link would change
+    a file none of them looked at; the target is edited by its own path instead."""
+
+
+class NotRegularFile(ToolError):
+    """A tool met a FIFO, a socket or a device where it reads or edits a file: opening a FIFO
+    for reading waits for a writer forever, and none of them holds text to read or patch."""
 
 
 class CommandNotAllowed(ToolError):

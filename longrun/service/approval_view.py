@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from longrun.errors import ApprovalNotFound, LongrunError, ToolError
+from longrun.errors import ApprovalNotFound, LongrunError, NotRegularFile, ToolError
 from longrun.mcp.registry import mcp_for_approver
 from longrun.models.audit import (
     ApprovalExpired,
@@ -41,7 +41,8 @@ from longrun.tools import patch
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.base import ToolContext
 from longrun.tools.files import MAX_PATCH_FILE_BYTES
-from longrun.tools.paths import confine
+from longrun.tools.paths import check_write_path
+from longrun.tools.safe_open import read_regular
 
 Decision = Literal["pending", "granted", "rejected", "expired", "unanswered"]
 DIFF_TOOLS = ("write_file", "apply_patch", "move_path", "delete_path", "make_dir")
@@ -143,22 +144,29 @@ def unified_diff(before: str, after: str, path: str, *, new_file: bool = False, 
     return "".join(out)
 
 
-def _read_current(workspace: Path, path: str) -> tuple[str | None, str | None]:
-    """(the file's text now or None when it does not exist, a note when it cannot be read)."""
+def _read_current(workspace: Path, path: str, allow: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
+    """(the file's text now or None when it does not exist, a note when it cannot be read).
+
+    The path is checked as the effect tool checks it (`check_write_path`: no symlink in it), so
+    the file shown is the file that would change; it is read without blocking on a FIFO."""
     if not workspace.is_dir():
         return None, (f"the workspace {workspace} is not on this machine, so there is no diff here: "
                       "the arguments above are the whole change")
     try:
-        target = confine(workspace, path)
+        target = check_write_path(workspace, path, allow=allow)
     except ToolError as exc:
         return None, f"no diff: {exc} (the gate will refuse this call)"
     if not target.exists():
         return None, None
     if target.is_dir():
         return None, f"no diff: {path!r} is a directory (the tool will refuse it)"
-    if target.stat().st_size > MAX_PATCH_FILE_BYTES:
+    try:
+        data = read_regular(target, MAX_PATCH_FILE_BYTES, path)
+    except NotRegularFile as exc:
+        return None, f"no diff: {exc}"
+    if data is None:
         return None, f"no diff: {path!r} is larger than {MAX_PATCH_FILE_BYTES} bytes"
-    text = target.read_bytes().decode("utf-8", errors="replace")
+    text = data.decode("utf-8", errors="replace")
     if holds_private_key(text):
         return None, _key_note(path)
     return text, None
@@ -190,12 +198,15 @@ def _tree_listing(target: Path) -> list[str]:
     return shown + ([f"... and {len(files) - len(shown)} more"] if len(files) > len(shown) else [])
 
 
-def _fs_diff(tool: str, arguments: dict[str, Any], workspace: Path) -> tuple[str | None, str | None]:
+def _fs_diff(tool: str, arguments: dict[str, Any], workspace: Path,
+             allow: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
     """move_path as git shows a rename, delete_path as the removal of the file's text (a directory:
-    the files it holds), make_dir as a note."""
+    the files it holds), make_dir as a note. Every path is checked as the tool checks it."""
     path = str(arguments.get("path", ""))
     try:
-        target = confine(workspace, path)
+        target = check_write_path(workspace, path, allow=allow)
+        if tool == "move_path":
+            check_write_path(workspace, str(arguments.get("to", "")), allow=allow)
     except ToolError as exc:
         return None, f"no diff: {exc} (the gate will refuse this call)"
     if tool == "make_dir":
@@ -210,7 +221,7 @@ def _fs_diff(tool: str, arguments: dict[str, Any], workspace: Path) -> tuple[str
         return "\n".join(lines) + "\n", None
     if target.is_dir():
         return None, f"deletes the directory {path} and everything in it: {', '.join(_tree_listing(target)) or 'empty'}"
-    current, note = _read_current(workspace, path)
+    current, note = _read_current(workspace, path, allow)
     if note or current is None:
         return None, note
     return unified_diff(current, "", path, deleted=True), None
@@ -227,10 +238,10 @@ def _diff(tool: str, arguments: dict[str, Any], workspace: Path,
     if tool == "apply_patch":
         return _patch_diff(arguments, workspace, allow)
     if tool != "write_file":
-        return _fs_diff(tool, arguments, workspace)
+        return _fs_diff(tool, arguments, workspace, allow)
     if not isinstance(path, str):
         return None, None
-    current, note = _read_current(workspace, path)
+    current, note = _read_current(workspace, path, allow)
     if note:
         return None, note
     if tool == "write_file":

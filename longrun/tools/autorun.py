@@ -8,6 +8,7 @@ preview (`longrun status`, `watch`, `show`) flags it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -15,6 +16,10 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from longrun.errors import NotRegularFile, ToolError
+from longrun.tools import udiff
+from longrun.tools.safe_open import read_regular
 
 RUNS_CODE_NAMES: dict[str, str] = {
     "conftest.py": "pytest imports it before any test runs",
@@ -57,8 +62,9 @@ RUNS_CODE_DIRS: dict[str, str] = {
 }
 """Directories (lower case, relative to any component) whose files run code."""
 
-PATH_ARGUMENTS = ("path", "paths")
-"""The arguments of a tool call that name files it writes."""
+PATH_ARGUMENTS = ("path", "paths", "to")
+"""The arguments of a tool call that name files it writes (`to`: move_path's destination; an
+apply_patch `diff` names its files in its headers, which `paths_in` reads too)."""
 
 
 def runs_code(path: str) -> str | None:
@@ -80,12 +86,15 @@ def runs_code(path: str) -> str | None:
 
 
 def paths_in(arguments: dict[str, Any]) -> list[str]:
-    """The paths a tool call names (`path`, `paths`)."""
+    """The paths a tool call names (`path`, `paths`, `to`, and the files of a unified `diff`)."""
     found: list[str] = []
     for key in PATH_ARGUMENTS:
         value = arguments.get(key)
         values: Iterable[Any] = value if isinstance(value, list) else [value]
         found += [v for v in values if isinstance(v, str) and v]
+    if isinstance(arguments.get("diff"), str):
+        with contextlib.suppress(ToolError):  # a diff that does not parse is refused by the gate
+            found += [f.path for f in udiff.parse(arguments["diff"]) if f.path not in found]
     return found
 
 
@@ -113,6 +122,8 @@ _IGNORABLE = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 """Code points HFS+ ignores in names (git's `is_hfs_dotgit`): `.g\u200cit` is `.git` there."""
 
 GIT_TIMEOUT = 5.0
+MAX_CONFIG_BYTES = 1_000_000
+"""A git config larger than this is not parsed for core.hooksPath (git itself is asked first)."""
 
 
 def fold(component: str) -> str:
@@ -141,9 +152,12 @@ def _git(workspace: Path, *args: str) -> str | None:
 def _parse_hooks_path(config: Path) -> str | None:
     """core.hooksPath from a git config file, without git (no includes, the last value wins)."""
     try:
-        text = config.read_text(errors="replace")
-    except OSError:
+        data = read_regular(config, MAX_CONFIG_BYTES)  # a FIFO planted as .git/config must not block
+    except (OSError, NotRegularFile):
         return None
+    if data is None:
+        return None
+    text = data.decode("utf-8", errors="replace")
     section, found = "", None
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].split(";", 1)[0].strip()

@@ -15,10 +15,12 @@ functions decidable.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, priva
 from longrun.tools._text import MAX_LINE_BYTES, bounded_lines, decode, looks_binary
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
 from longrun.tools.paths import SKIP_DIRS, check_write_path, confine, relative
+from longrun.tools.safe_open import kind_of, open_dir_nofollow, open_regular, read_regular
 
 PATH_MAX = 4096
 DEFAULT_READ_LINES = 2000
@@ -53,37 +56,57 @@ def _path_prop(description: str, default: str | None = None) -> dict[str, Any]:
 
 
 def _file_sha256(path: Path) -> str:
+    """The hex sha256 of a regular file (`open_regular`: a FIFO or a device raises at once)."""
     h = hashlib.sha256()
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
 def _fingerprint(path: Path) -> str:
-    """`sha256:<hex>` of a file, `missing`, or `directory`."""
-    if not path.exists():
+    """`sha256:<hex>` of a file, `missing`, `directory`, or `special:<kind>` for a FIFO, a
+    socket or a device (never opened: opening a FIFO blocks)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
         return MISSING
-    if path.is_dir():
+    if stat.S_ISDIR(mode):
         return "directory"
+    if not stat.S_ISREG(mode):
+        return "special:" + kind_of(mode)
     return "sha256:" + _file_sha256(path)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".longrun-", suffix=".tmp")
+    """Write `data` to `path` (absolute, resolved, checked) through a temporary file and a rename
+    in the same directory. The directory is opened from `/` with `O_NOFOLLOW` on every component
+    and the rename is relative to it, so a symlink swapped in after the check fails the write
+    rather than redirecting it."""
+    dir_fd = open_dir_nofollow(path.parent, create=True)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            mode: int | None = os.lstat(path.name, dir_fd=dir_fd).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and stat.S_ISLNK(mode):
+            raise OSError(f"{path.name} became a symlink after the check; nothing was written")
+        tmp = f".longrun-{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                if mode is not None and stat.S_ISREG(mode):
+                    os.fchmod(f.fileno(), mode & 0o7777)
+                os.fsync(f.fileno())
+            os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
 
 
 def os_errors_as_tool_errors(
@@ -179,7 +202,7 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     budget = MAX_READ_BYTES
     stopped_at: int | None = None  # first line not shown although the file goes on
     lineno = 0
-    with target.open("rb") as f:
+    with open_regular(target, path) as f:
         binary = looks_binary(f.read(8192))
         f.seek(0)
         for lineno, (raw, cut) in enumerate(bounded_lines(f), start=1):
@@ -279,7 +302,8 @@ WRITE_FILE = Tool(
     name="write_file",
     description=(
         "Create or overwrite a file of the workspace with the given UTF-8 content (parent directories are "
-        "created). Needs a human's approval. Paths may not contain '..' or lie under .git."
+        "created). Needs a human's approval. Paths are relative to the workspace and may not contain '..', "
+        "lie under .git or go through a symlink (edit a link's target by its own path)."
     ),
     input_schema={
         "type": "object",
@@ -318,14 +342,18 @@ def count_occurrences(text: str, sub: str) -> int:
 
 
 def _read_text_for_patch(target: Path, path: str) -> str:
-    if not target.is_file():
-        raise ToolError(f"no such file {path!r} in the workspace; apply_patch edits existing files")
-    if target.stat().st_size > MAX_PATCH_FILE_BYTES:
+    """The text of the regular file apply_patch edits (opened without blocking or following a
+    link: `safe_open.read_regular`)."""
+    try:
+        data = read_regular(target, MAX_PATCH_FILE_BYTES, path)
+    except FileNotFoundError:
+        raise ToolError(f"no such file {path!r} in the workspace; apply_patch edits existing files") from None
+    if data is None:
         raise ToolError(
             f"{path!r} is larger than {MAX_PATCH_FILE_BYTES} bytes; apply_patch will not load it: "
             "change it with a command the run allows, or ask for the edit to be made by hand"
         )
     try:
-        return target.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{path!r} is not valid UTF-8 text; apply_patch edits text files only") from exc

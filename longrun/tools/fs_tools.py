@@ -28,6 +28,7 @@ from longrun.errors import ToolError
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
 from longrun.tools.files import EDIT_ACTIONS, MISSING, _file_sha256, _path_check, _path_prop, os_errors_as_tool_errors
 from longrun.tools.paths import SKIP_DIRS, check_write_path, confine, relative
+from longrun.tools.safe_open import special_kind
 
 MAX_GLOB_ENTRIES = 5000
 MAX_TREE_FILES = 20_000
@@ -37,13 +38,15 @@ TRASH_PREFIX = ".longrun-deleting-"
 
 def tree_fingerprint(path: Path) -> str:
     """`sha256:<hex>` of a file, `tree:<hex>` over a directory's relative paths and file hashes,
-    `tree:large` past `MAX_TREE_FILES`, or `missing`."""
+    `tree:large` past `MAX_TREE_FILES`, `special:<kind>` for a FIFO, socket or device, or `missing`.
+    Special files are never opened (a FIFO blocks): inside a tree they count by name and kind."""
     if not os.path.lexists(path):
         return MISSING
     if path.is_symlink():
         return "link:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
     if not path.is_dir():
-        return "sha256:" + _file_sha256(path)
+        kind = special_kind(path)
+        return "special:" + kind if kind else "sha256:" + _file_sha256(path)
     h = hashlib.sha256()
     count = 0
     for root, dirs, files in os.walk(path):
@@ -54,7 +57,8 @@ def tree_fingerprint(path: Path) -> str:
                 return "tree:large"
             full = Path(root) / name
             rel = full.relative_to(path).as_posix()
-            digest = "link" if full.is_symlink() else _file_sha256(full)
+            kind = special_kind(full)
+            digest = "link" if kind == "symlink" else kind if kind else _file_sha256(full)
             h.update(f"{rel}\0{digest}\n".encode())
         for name in dirs:
             h.update(f"{(Path(root) / name).relative_to(path).as_posix()}/\n".encode())
@@ -90,7 +94,7 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         raise ToolError(f"{args.get('path', '.')!r} is not a directory of the workspace")
     root = ctx.workspace.resolve()
     hits: list[tuple[str, str]] = []
-    outside = 0
+    outside = special = 0
     for dirpath, dirs, files in os.walk(base):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         here = Path(dirpath)
@@ -102,6 +106,9 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             rel = full.relative_to(root).as_posix()
             if not path_matches(rel, pattern):
                 continue
+            if special_kind(full.resolve() if full.is_symlink() else full):  # lstat only: never opened
+                special += 1
+                continue
             size = "dir" if full.is_dir() else str(full.lstat().st_size)
             hits.append((rel + ("/" if full.is_dir() else ""), size))
     hits.sort()
@@ -110,6 +117,8 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         lines.append(f"[truncated: {len(hits)} matches, showing the first {MAX_GLOB_ENTRIES}; narrow the pattern]")
     if outside:
         lines.append(f"[skipped {outside} symlink(s) pointing outside the workspace]")
+    if special:
+        lines.append(f"[skipped {special} special file(s) (FIFO, socket, device): no tool reads them]")
     if not hits:
         lines.append(f"[no path matches {pattern!r}]")
     return ToolOutcome(text="\n".join(lines))
@@ -163,6 +172,7 @@ def _move_path(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 
 def _move_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    _checked(ctx, args["to"])  # both paths hold to the rules at the intent too, not only at the gate
     return tree_fingerprint(_checked(ctx, args["path"]))
 
 

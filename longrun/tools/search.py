@@ -10,9 +10,10 @@ look-arounds, and a subprocess per call (ripgrep is not on every machine) costs 
 
 Symlinked directories are not followed and symlinked files that resolve outside the workspace
 are skipped, so a search never reads outside it. Binary files (a NUL byte in the first 8 KiB)
-are skipped; over-long lines are searched in their first MAX_LINE_BYTES bytes only. A hit in a file
-that holds a private key shows `relpath:lineno:[REDACTED:private_key_file]`, never the line, with
-one note per such file.
+are skipped, and so are FIFOs, sockets and devices (`safe_open.open_regular`: opening a FIFO would
+block for good); over-long lines are searched in their first MAX_LINE_BYTES bytes only. A hit in a
+file that holds a private key shows `relpath:lineno:[REDACTED:private_key_file]`, never the line,
+with one note per such file.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from typing import Any
 
 import regex
 
-from longrun.errors import ToolError
+from longrun.errors import NotRegularFile, ToolError
 from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
 from longrun.tools._text import bounded_lines, decode, looks_binary
 from longrun.tools.base import Tool, ToolContext, ToolOutcome
 from longrun.tools.files import PATH_MAX, _path_check, os_errors_as_tool_errors
 from longrun.tools.paths import SKIP_DIRS, confine
+from longrun.tools.safe_open import not_regular, open_regular, special_kind
 
 MAX_MATCHES = 500
 MAX_SHOWN_LINE = 1000
@@ -84,6 +86,8 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     start = confine(ctx.workspace, path)
     if not start.exists():
         raise ToolError(f"no such file or directory {path!r} in the workspace")
+    if (kind := special_kind(start)) is not None:
+        raise not_regular(path, kind, "grep searches regular files and directories")
     out: list[str] = []
     capped = False
     key_files: list[str] = []
@@ -92,7 +96,8 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         if glob and not _glob_matches(glob, rel):
             continue
         try:
-            with file.open("rb") as f:
+            # the real file, opened without following a link or blocking: a FIFO or socket is skipped
+            with open_regular(file.resolve() if file.is_symlink() else file) as f:
                 if looks_binary(f.read(8192)):
                     continue
                 f.seek(0)
@@ -114,7 +119,7 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
                 if len(out) > first and file_holds_private_key(f, shown_until=f.tell()):
                     out[first:] = [hit[: hit.index(":", len(rel) + 1) + 1] + PRIVATE_KEY_FILE for hit in out[first:]]
                     key_files.append(rel)
-        except OSError:
+        except (OSError, NotRegularFile):
             continue
         if capped:
             break

@@ -22,8 +22,9 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from longrun.tools.safe_open import first_symlink
 from longrun.workspace.git import GitError, git, git_ok, in_work_tree
 
 BRANCH_PREFIX = "longrun/"
@@ -185,7 +186,23 @@ def commit_effect(worktree: Path, paths: list[str], tool: str, summary: str, tra
     Only those paths are staged, so what a command left in the worktree (`__pycache__`, test
     output) never rides along. An effect that changed nothing git records (an empty directory,
     a write of the same bytes) still gets its commit (`--allow-empty`): the commit is the record
-    that the effect was confirmed, which is what reconcile looks for."""
+    that the effect was confirmed, which is what reconcile looks for.
+
+    A path with a symlink in one of its components is refused (GitError) before anything is
+    staged: committing `docs/guide.md -> ../conftest.py` would record the unchanged link while
+    the file that changed stays uncommitted. The effect tools refuse such paths before they
+    write (`check_write_path`); this is the change set's own guard of the same rule.
+
+    Raises:
+        GitError: a path goes through a symlink, or git failed.
+    """
+    root = worktree.resolve()
+    for p in paths:
+        parts = [c for c in PurePosixPath(p).parts if c not in ("", ".")]
+        index = first_symlink(root, parts)
+        if index is not None:
+            raise GitError(f"refusing to commit {p!r}: {'/'.join(parts[:index + 1])!r} is a symlink, so the change "
+                           "is not at that path; edit files by their own paths (effect tools refuse links)")
     addable = _addable(worktree, paths)
     if addable:
         git(worktree, "add", "-A", "--", *addable)
