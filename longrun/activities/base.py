@@ -27,6 +27,7 @@ from temporalio import activity
 
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.activities.scope import ScopedAccess, ScopeSlot
+from longrun.auth.scopes import DEFAULT_SCOPE_MAX_TTL_SECONDS
 from longrun.context import Calibration, fit_request, render_request
 from longrun.context.state_block import notes_budget
 from longrun.errors import ContextOverflow
@@ -84,6 +85,8 @@ class Deps:
     """Where the webhooks runs name are (URLs and secrets: this worker's environment)."""
     worktrees: Path | None = None
     """Where runs on a git workspace get their worktree (`$LONGRUN_HOME/worktrees` when None)."""
+    scope_max_ttl_seconds: int = DEFAULT_SCOPE_MAX_TTL_SECONDS
+    """The longest a scope may stand (LONGRUN_SCOPE_MAX_TTL); `grant_scope` refuses a longer one."""
 
 
 class ActivityBase(ScopedAccess):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from longrun.auth.scopes import DEFAULT_SCOPE_MAX_TTL_SECONDS, max_ttl_from_env
 from longrun.errors import ConfigError
 from longrun.tools.sandbox import SANDBOX_MODES, SandboxMode
 from longrun.webhooks.config import DEFAULTS_VARIABLE as WEBHOOKS_VARIABLE
@@ -69,6 +70,9 @@ class Settings:
     webhooks: tuple[str, ...] = ()
     """LONGRUN_WEBHOOKS (names, comma-separated): webhooks this worker notifies for every run it
     starts, beside those the run's spec names (docs/NOTIFICATIONS.md)."""
+    scope_max_ttl_seconds: int = DEFAULT_SCOPE_MAX_TTL_SECONDS
+    """LONGRUN_SCOPE_MAX_TTL (e.g. 8h, 1d; default 24h): the longest a scope (`longrun grant`) may
+    stand. The worker refuses a signed scope that asks for longer; the CLI checks it first."""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -98,4 +102,5 @@ class Settings:
             sandbox=cast(SandboxMode, sandbox),
             sandbox_expose=tuple(p for p in os.environ.get("LONGRUN_SANDBOX_EXPOSE", "").split(os.pathsep) if p),
             webhooks=parse_webhook_names(os.environ.get(WEBHOOKS_VARIABLE, "")),
+            scope_max_ttl_seconds=max_ttl_from_env(),
         )

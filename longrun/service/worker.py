@@ -86,6 +86,7 @@ def build_worker(
         sandbox=worker_sandbox(settings),
         webhooks=WebhookDirectory.from_env(defaults=settings.webhooks),
         worktrees=settings.home / "worktrees",
+        scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
     )
     activities = AgentActivities(deps)
     return Worker(
