@@ -240,3 +240,31 @@ async def test_a_revoked_key_covers_nothing_more_and_revocation_ends_its_scopes(
     assert [p for p, t in texts.items() if "new_name" in t] == ["src/a.py"]
     assert [u.path for u in (r.event for r in store.audit(run_id)) if isinstance(u, ScopeUsed)] == ["src/a.py"]
     assert verify_decisions(store, run_id).ok, "every use came before the revocation"
+
+
+async def test_revocation_ends_the_scopes_of_a_run_no_workflow_runs(store):
+    """No Temporal to tell (it does not answer, or the run has finished): the scopes of the
+    revoked key are ended in Postgres directly, by compare-and-set, with the same audit event;
+    a scope of another key stays; a second revocation pass changes nothing."""
+    from longrun.service import revocation
+
+    alice, bob = Signer.load("alice"), Signer.load("bob")
+    store.create_run("run-keys", RunSpec(objective="o", workspace="/tmp/ws", approvers=["alice", "bob"]))
+    head = store.load_state("run-keys")
+    mine, theirs = (scope(id=f"scp-{n:016x}", key_id=k, granted_by=who, granted_at=datetime.now(UTC),
+                          expires_at=datetime.now(UTC) + timedelta(hours=1),
+                          constraints_sha256=constraints_sha256(head.constraints))
+                    for n, k, who in ((1, alice.key_id, "alice"), (2, bob.key_id, "bob")))
+    store.reapply_on_head("run-keys", lambda s: s.model_copy(update={"scopes": [mine, theirs]}), "tests", "scopes")
+    assert store.runs_with_open_scopes([alice.key_id]) == [("run-keys", "running", [mine.id])]
+
+    assert store.revoke_credentials("alice", reason="left") == [alice.key_id]
+    done = await revocation.end_revoked_scopes(None, store, [alice.key_id])
+    assert [(e.run_id, e.scope_ids, e.how) for e in done] == [("run-keys", [mine.id], "ended")]
+    scopes = {s.id: s.ended for s in store.load_state("run-keys").scopes}
+    assert scopes[theirs.id] == "" and scopes[mine.id].startswith(f"key_revoked: key {alice.key_id} of alice was revoked")
+    [ended] = [r for r in store.audit("run-keys") if isinstance(r.event, ScopeEnded)]
+    assert (ended.event.scope_id, ended.event.by, ended.actor) == (mine.id, "owner", "owner")
+    assert "(left)" in ended.event.reason
+    assert await revocation.end_revoked_scopes(None, store, [alice.key_id]) == []
+    assert store.runs_with_open_scopes([alice.key_id]) == []
