@@ -158,7 +158,8 @@ def forge_audit_row(cli: Cli, run_id: str, kind: str, event: dict, actor: str, c
         conn.execute("INSERT INTO audit_events (run_id, seq, kind, event, actor, created_at, prev_hash, hash) "
                      "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                      (run_id, seq, kind, json.dumps(event), actor, created_at, prev, digest))
-        conn.execute("UPDATE runs SET audit_head = %s WHERE run_id = %s", (digest, run_id))
+        conn.execute("UPDATE runs SET audit_head = %s, audit_count = audit_count + 1 WHERE run_id = %s",
+                     (digest, run_id))
     return seq
 
 
