@@ -9,7 +9,8 @@ Rules (docs/ARCHITECTURE.md, "Invariant gate"):
 4. ``approval``    the tool is allowed under next_action, and an effect that needs approval is
                    covered by an unused, unexpired approval bound to this exact action hash,
                    or (``scope``) by a standing approval whose tools, path globs, uses, expiry
-                   and constraints cover it;
+                   and constraints cover it; either one only while the key that signed it is
+                   still active (checked at each use, not only at the grant);
 5. ``effects``     no effect is ``unknown`` (reconcile first); every effect is coherent;
 6. ``artifacts``   every artifact reference points at stored content;
 7. ``evidence``    what the action depends on is checked against the workspace now, not against
@@ -50,6 +51,9 @@ class GateFacts:
     """The standing approval (scope) that covers this call now, if one does."""
     scope_refusal: str = ""
     """Why the scopes naming this tool and path do not cover it ('' when none names them)."""
+    approval_key_refusal: str = ""
+    """Why the approval bound to this action must not be used although it is unused and unexpired:
+    the key that signed it was revoked or has expired since ('' when it still vouches)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,8 @@ def evaluate(f: GateFacts) -> GateDecision:
         return _deny(GateRule.evidence, f.tool_check_error)
     if f.needs_approval:
         if s.approval_for(f.action_hash, f.now) is not None:
+            if f.approval_key_refusal:
+                return _deny(GateRule.approval, f.approval_key_refusal)
             return GateDecision("allow", GateRule.approval, "covered by an unexpired approval bound to this action")
         if f.scope_id is not None:
             return GateDecision("allow", GateRule.scope, f"covered by the standing approval {f.scope_id}")

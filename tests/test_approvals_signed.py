@@ -182,3 +182,42 @@ def test_a_stale_or_future_record_is_judged_against_the_clock():
     viewer = Credential(**{**cred.__dict__, "roles": ("viewer",)})
     with pytest.raises(ProofRefused, match="not approver"):
         check_proof(ok, viewer, now)
+
+
+async def test_verify_flags_an_approval_used_after_its_key_was_revoked(store, temporal_client, tmp_path):
+    """As the database owner, append a gate `allow` under rule `approval` for alice's approved
+    action an hour after her key was revoked, chained so the hash chain verifies: the decision
+    check names that row."""
+    import json
+
+    from sqlalchemy import text
+
+    from longrun.models.canonical import chain_hash
+    from longrun.models.gate import GateRule
+    from longrun.store.chain import audit_payload
+
+    ws = workspace(tmp_path)
+    async with running_worker(temporal_client, store, provider=PlanProvider(plan=EDIT_PLAN)) as h:
+        run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
+        pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
+        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        assert (await h.result(run_id)).status == "completed"
+    [revoked] = store.revoke_credentials("alice", reason="laptop lost")
+    assert verify_decisions(store, run_id).ok, "every use came before the revocation"
+
+    late = store.credential(revoked).revoked_at + timedelta(hours=1)
+    [allowed] = [r.event for r in store.audit(run_id) if r.kind == "gate_verdict" and r.event.verdict == "allow"
+                 and r.event.rule == GateRule.approval.value]
+    event = allowed.model_dump(mode="json")
+    with store.transaction("forge a use") as s:
+        seq, prev = s.execute(text("SELECT coalesce(max(seq), 0) + 1, (SELECT audit_head FROM runs WHERE run_id = :r) "
+                                   "FROM audit_events WHERE run_id = :r"), {"r": run_id}).one()
+        digest = chain_hash(prev, audit_payload(run_id, seq, "gate_verdict", event, "system", late))
+        s.execute(text("INSERT INTO audit_events (run_id, seq, kind, event, actor, created_at, prev_hash, hash) "
+                       "VALUES (:r, :seq, 'gate_verdict', CAST(:event AS json), 'system', :at, :prev, :hash)"),
+                  {"r": run_id, "seq": seq, "event": json.dumps(event), "at": late, "prev": prev, "hash": digest})
+        s.execute(text("UPDATE runs SET audit_head = :h, audit_count = audit_count + 1 WHERE run_id = :r"), {"h": digest, "r": run_id})
+    assert store.verify_chain(run_id).ok
+    report = verify_decisions(store, run_id)
+    assert [p.where for p in report.problems] == [f"audit row {seq} (gate_verdict)"]
+    assert f"after key {revoked} of alice was revoked" in report.problems[0].reason

@@ -146,3 +146,56 @@ def test_edit_then_approve_and_a_standing_grant_through_the_cli(cli: Cli, worksp
     audit = cli("audit", run_id, "--verify")
     assert audit.returncode == 0, audit.stderr
     assert "scope_granted" in audit.stdout and "arguments edited" in audit.stdout
+
+
+def forge_audit_row(cli: Cli, run_id: str, kind: str, event: dict, actor: str, created_at) -> int:
+    """What the database owner can do: append a row to a run's audit with a time of their
+    choosing, chained onto the head so the hash chain verifies. Returns its seq."""
+    with superuser(cli) as conn:
+        seq, prev = conn.execute("SELECT coalesce(max(seq), 0) + 1, (SELECT audit_head FROM runs WHERE run_id = %s) "
+                                 "FROM audit_events WHERE run_id = %s", (run_id, run_id)).fetchone()
+        digest = chain_hash(prev, audit_payload(run_id, seq, kind, event, actor, created_at))
+        conn.execute("INSERT INTO audit_events (run_id, seq, kind, event, actor, created_at, prev_hash, hash) "
+                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                     (run_id, seq, kind, json.dumps(event), actor, created_at, prev, digest))
+        conn.execute("UPDATE runs SET audit_head = %s, audit_count = audit_count + 1 WHERE run_id = %s",
+                     (digest, run_id))
+    return seq
+
+
+def test_revoking_a_key_ends_its_scopes_and_verify_flags_a_use_after_it(cli: Cli, workspace: Path) -> None:
+    from datetime import datetime, timedelta
+
+    assert cli("approvers", "add", "gina").returncode == 0
+    run_id, _status = cli.start_and_wait(workspace, "--approver", "gina")
+    grant = ("grant", run_id, "--tool", "apply_patch", "--paths", "**/*.py", "--max-uses", "3", "--as", "gina")
+    too_long = cli(*grant, "--ttl", "2d")
+    assert too_long.returncode == 1
+    assert "longer than the longest a scope may stand (1d" in too_long.stderr and "LONGRUN_SCOPE_MAX_TTL" in too_long.stderr
+    scope_id = cli.json(*grant, "--ttl", "1h")["scope_id"]
+
+    revoked = cli("approvers", "revoke", "gina", "--reason", "left the team")
+    assert revoked.returncode == 0, revoked.stderr
+    assert f"scope {scope_id} of run {run_id}" in revoked.stdout
+    deadline = time.monotonic() + 30
+    while True:  # the running workflow ends it (a signal): wait for the audit to say so
+        ended = [r for r in cli.json("audit", run_id)["timeline"] if r["kind"] == "scope_ended"]
+        if ended or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert [(r["data"]["event"]["scope_id"], r["data"]["event"]["reason"].split(":")[0]) for r in ended] == [
+        (scope_id, "key_revoked")]
+    assert [s["in_force"] for s in cli.json("status", run_id)["scopes"]] == [False]
+    assert cli("audit", run_id, "--verify").returncode == 0, "nothing used the scope after the revocation"
+
+    gina = next(r for r in cli.json("approvers", "list")["principals"] if r["principal"] == "gina")
+    late = datetime.fromisoformat(gina["revoked_at"]) + timedelta(hours=1)
+    use = {"kind": "scope_used", "scope_id": scope_id, "action_id": f"{run_id}/t9/c0", "tool": "apply_patch",
+           "path": "stats.py", "action_hash": "e" * 64, "uses_left": 2}
+    seq = forge_audit_row(cli, run_id, "scope_used", use, "human:gina", late)
+    broken = cli("audit", run_id, "--verify")
+    assert broken.returncode == 1
+    assert "chain verified" in broken.stdout, "the forger did chain the row"
+    assert f"decision check failed at audit row {seq} (scope_used)" in broken.stderr
+    assert f"after key {gina['key_id']} of gina was revoked" in broken.stderr
+    assert cli("reject", run_id, "--as", "alice", "--reason", "done here").returncode == 0

@@ -86,3 +86,28 @@ def test_read_tools_only_need_their_own_checks():
     d = evaluate(facts(s, tool_name="read_file", tool_kind="read", tool_check_error="../x escapes the workspace"))
     assert (d.verdict, d.rule) == ("deny", "tool")
     assert evaluate(facts(s, tool_name="nope", tool_kind="unknown")).verdict == "deny"
+
+
+def test_an_approval_whose_key_was_revoked_is_never_used():
+    """The gate's activity asks Postgres whether the approval's key still vouches for it
+    (`SigningKeys.approval`); a revoked key turns the approval into a refusal that says what to do."""
+    from longrun.auth.check import Credential
+    from longrun.auth.key_status import approval_refusal
+
+    h = action_hash("apply_patch", ARGS, 5)
+    signed = approval(h, expires=NOW + timedelta(minutes=1)).model_copy(update={"key_id": "a" * 32})
+    active = Credential(key_id="a" * 32, principal="alice", public_key_pem="", created_at=NOW - timedelta(days=1),
+                        expires_at=None, revoked_at=None, revoked_reason="", roles=("approver",))
+    revoked = Credential(**{**active.__dict__, "revoked_at": NOW - timedelta(seconds=5), "revoked_reason": "laptop lost"})
+    assert approval_refusal(signed, active, NOW) is None
+    refusal = approval_refusal(signed, revoked, NOW)
+    assert refusal is not None and "was revoked at" in refusal and "(laptop lost)" in refusal
+    assert "`longrun approvers list`" in refusal
+
+    s = state(approvals=[signed])
+    assert evaluate(facts(s)).verdict == "allow"
+    d = evaluate(facts(s, approval_key_refusal=refusal))
+    assert (d.verdict, d.rule) == ("deny", "approval") and d.reason == refusal
+    expired = Credential(**{**active.__dict__, "expires_at": NOW - timedelta(seconds=1)})
+    assert "expired at" in (approval_refusal(signed, expired, NOW) or "")
+    assert approval_refusal(signed.model_copy(update={"key_id": None}), revoked, NOW) is None, "before signing"

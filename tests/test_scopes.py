@@ -171,3 +171,100 @@ async def test_a_new_constraint_and_revoke_grant_end_a_scope(store, temporal_cli
         kept: "a constraint was added", revoked: "revoked by alice"}
     assert not [r for r in store.audit(run_id) if isinstance(r.event, ScopeUsed)]
     assert verify_decisions(store, run_id).ok
+
+
+async def _audit_until(store, run_id: str, found, timeout: float = 30.0):
+    """Poll the run's audit (a signal is handled asynchronously) until `found(events)` is truthy."""
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        events = [r.event for r in store.audit(run_id)]
+        hit = found(events)
+        if hit or asyncio.get_running_loop().time() > deadline:
+            return hit
+        await asyncio.sleep(0.2)
+
+
+@pytestmark_slow
+async def test_a_revoked_key_covers_nothing_more_and_revocation_ends_its_scopes(store, temporal_client, tmp_path):
+    from longrun.service import revocation
+
+    ws = refactor_workspace(tmp_path)
+    plan = [
+        [("set_next_action", {"next_action": "edit"})],
+        patch("lib/e.py", "old_name_e", "new_name_e"),  # outside the scope: waits (the scope is granted meanwhile)
+        patch("src/a.py", "old_name_a", "new_name_a"),  # covered: use 1, alice's key still active
+        patch("lib/e.py", "old_name_e", "new_name_e"),  # waits: alice's key is revoked meanwhile
+        patch("src/b.py", "old_name_b", "new_name_b"),  # the scope's key is revoked: it covers nothing
+        [("set_next_action", {"next_action": "stop"})],
+    ]
+    async with running_worker(temporal_client, store, provider=PlanProvider(plan=plan)) as h:
+        run_id = await h.start(RunSpec(objective="Rename old_name to new_name.", workspace=str(ws),
+                                       approvers=["alice", "bob"]))
+        first = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
+        with pytest.raises(ApprovalError, match="longer than the longest a scope may stand"):
+            await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"], paths=["src/**"],
+                                     max_uses=10, ttl_seconds=3 * 86400)
+        with pytest.raises(ApprovalError, match="longer than the longest a scope may stand"):  # the worker's own check
+            await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"], paths=["src/**"],
+                                     max_uses=10, ttl_seconds=3 * 86400, max_ttl_seconds=10 * 86400)
+        scope_id, _ = await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"],
+                                               paths=["src/**"], max_uses=10, ttl_seconds=3600)
+        await api.reject(h.client, run_id, first.approval_id, "bob", "not lib")
+        second = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
+                                   and s.pending_approval.approval_id != first.approval_id)).pending_approval
+        # revoked in Postgres only (no scope ended): the check at each use is what refuses
+        assert store.revoke_credentials("alice", reason="laptop lost")
+        await api.reject(h.client, run_id, second.approval_id, "bob", "still not lib")
+        third = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
+                                  and s.pending_approval.approval_id not in (first.approval_id, second.approval_id)
+                                  )).pending_approval
+        assert third.arguments["path"] == "src/b.py", "the scope of a revoked key covered nothing: a human is asked"
+        verdict = next(r.event for r in reversed(store.audit(run_id)) if isinstance(r.event, GateVerdict)
+                       and r.event.action_hash == third.action_hash)
+        assert verdict.verdict == "needs_approval"
+        assert f"scope {scope_id} was granted with key" in verdict.reason and "was revoked at" in verdict.reason
+        assert "(laptop lost)" in verdict.reason and "`longrun approvers list`" in verdict.reason
+        assert store.load_state(run_id).scopes[0].ended == "", "nothing has ended the scope yet"
+
+        ended = await revocation.end_revoked_scopes(h.client, store, [Signer.load("alice").key_id])
+        assert [(e.run_id, e.scope_ids) for e in ended] == [(run_id, [scope_id])]
+        ending = await _audit_until(store, run_id, lambda evs: [e for e in evs if isinstance(e, ScopeEnded)])
+        assert [(e.scope_id, e.reason.split(":")[0], e.by) for e in ending] == [(scope_id, "key_revoked", "owner")]
+        assert store.load_state(run_id).scopes[0].ended.startswith("key_revoked: key ")
+        await api.reject(h.client, run_id, third.approval_id, "bob", "enough")
+        assert (await h.result(run_id)).status == "completed"
+
+    texts = {p: (ws / p).read_text() for p in ("src/a.py", "src/b.py", "lib/e.py")}
+    assert [p for p, t in texts.items() if "new_name" in t] == ["src/a.py"]
+    assert [u.path for u in (r.event for r in store.audit(run_id)) if isinstance(u, ScopeUsed)] == ["src/a.py"]
+    assert verify_decisions(store, run_id).ok, "every use came before the revocation"
+
+
+async def test_revocation_ends_the_scopes_of_a_run_no_workflow_runs(store):
+    """No Temporal to tell (it does not answer, or the run has finished): the scopes of the
+    revoked key are ended in Postgres directly, by compare-and-set, with the same audit event;
+    a scope of another key stays; a second revocation pass changes nothing."""
+    from longrun.service import revocation
+
+    alice, bob = Signer.load("alice"), Signer.load("bob")
+    store.create_run("run-keys", RunSpec(objective="o", workspace="/tmp/ws", approvers=["alice", "bob"]))
+    head = store.load_state("run-keys")
+    mine, theirs = (scope(id=f"scp-{n:016x}", key_id=k, granted_by=who, granted_at=datetime.now(UTC),
+                          expires_at=datetime.now(UTC) + timedelta(hours=1),
+                          constraints_sha256=constraints_sha256(head.constraints))
+                    for n, k, who in ((1, alice.key_id, "alice"), (2, bob.key_id, "bob")))
+    store.reapply_on_head("run-keys", lambda s: s.model_copy(update={"scopes": [mine, theirs]}), "tests", "scopes")
+    assert store.runs_with_open_scopes([alice.key_id]) == [("run-keys", "running", [mine.id])]
+
+    assert store.revoke_credentials("alice", reason="left") == [alice.key_id]
+    done = await revocation.end_revoked_scopes(None, store, [alice.key_id])
+    assert [(e.run_id, e.scope_ids, e.how) for e in done] == [("run-keys", [mine.id], "ended")]
+    scopes = {s.id: s.ended for s in store.load_state("run-keys").scopes}
+    assert scopes[theirs.id] == "" and scopes[mine.id].startswith(f"key_revoked: key {alice.key_id} of alice was revoked")
+    [ended] = [r for r in store.audit("run-keys") if isinstance(r.event, ScopeEnded)]
+    assert (ended.event.scope_id, ended.event.by, ended.actor) == (mine.id, "owner", "owner")
+    assert "(left)" in ended.event.reason
+    assert await revocation.end_revoked_scopes(None, store, [alice.key_id]) == []
+    assert store.runs_with_open_scopes([alice.key_id]) == []

@@ -28,6 +28,7 @@ from temporalio import activity
 from longrun.activities.prompts import SYSTEM_PROMPT
 from longrun.activities.scope import ScopedAccess, ScopeSlot
 from longrun.activities.trust import WorkerTrust
+from longrun.auth.scopes import DEFAULT_SCOPE_MAX_TTL_SECONDS
 from longrun.context import Calibration, fit_request, render_request
 from longrun.context.state_block import notes_budget
 from longrun.errors import ContextOverflow
@@ -87,6 +88,8 @@ class Deps:
     """Where runs on a git workspace get their worktree (`$LONGRUN_HOME/worktrees` when None)."""
     trust: WorkerTrust = field(default_factory=WorkerTrust)
     """What a run spec may name on this worker: its MCP servers, `sandbox: none`, base URLs."""
+    scope_max_ttl_seconds: int = DEFAULT_SCOPE_MAX_TTL_SECONDS
+    """The longest a scope may stand (LONGRUN_SCOPE_MAX_TTL); `grant_scope` refuses a longer one."""
 
 
 class ActivityBase(ScopedAccess):

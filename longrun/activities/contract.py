@@ -137,6 +137,11 @@ class Activities:
         """A signed end of a scope, verified, into the task state and the audit."""
         _declared()
 
+    @declare(names.END_REVOKED_SCOPES)
+    def end_revoked_scopes(self, inp: RunRef) -> StateBrief:
+        """The scopes whose signing key was revoked (or expired) ended, from the keys in Postgres."""
+        _declared()
+
     @declare(names.RECORD_INTENT)
     def record_intent(self, inp: IntentInput) -> IntentResult:
         """An effect's intent, written on the version the gate checked or not at all."""

@@ -16,6 +16,7 @@ from temporalio import activity
 from longrun.activities.base import action_id_for, brief
 from longrun.activities.changes import ChangeSetActivities
 from longrun.activities.contract import Activities, implements
+from longrun.activities.signing_keys import SigningKeys
 from longrun.auth.scopes import PATH_ARGUMENT, constraints_sha256, covering_scope
 from longrun.errors import EffectUndecidable, InvalidToolCall, StaleStateError, ToolError
 from longrun.invariants import GateFacts, evaluate
@@ -103,9 +104,10 @@ class ToolActivities(ChangeSetActivities):
         except ToolError as exc:
             args_error = str(exc)
         missing = tuple(r.sha256 for r in state.artifact_refs if not self.store.has_artifact(r.sha256))
-        scope, scope_refusal = (None, "")
+        scope, scope_refusal, keys = None, "", SigningKeys(self.store)
         if needs_approval and kind == "effect" and args_error is None:
-            scope, scope_refusal = covering_scope(state, name, arguments, inp.now, paths=tool.changed_paths(arguments))
+            scope, scope_refusal = covering_scope(state, name, arguments, inp.now, paths=tool.changed_paths(arguments),
+                                                  key_refusal=keys.scope)
         decision = evaluate(
             GateFacts(
                 state=state,
@@ -124,6 +126,7 @@ class ToolActivities(ChangeSetActivities):
                 read_only_run=spec.read_only,
                 scope_id=scope.id if scope is not None else None,
                 scope_refusal=scope_refusal,
+                approval_key_refusal=keys.approval(state, ahash, inp.now) if needs_approval else "",
             )
         )
         reason = self.redactor.redact(decision.reason)
@@ -196,11 +199,15 @@ class ToolActivities(ChangeSetActivities):
                 scopes = [sc.model_copy(update={"uses": sc.uses + 1}) if sc.id == inp.scope_id else sc for sc in scopes]
             return state.model_copy(update={"effects": [*state.effects, effect], "approvals": approvals, "scopes": scopes})
 
+        keys, refusal = SigningKeys(self.store), None
         if inp.scope_id is not None:
             scope = head.scope(inp.scope_id)
-            refusal = "no such scope" if scope is None else scope.refusal(utcnow(), constraints_sha256(head.constraints))
-            if refusal is not None:  # it ended between the gate and now: back through the gate
-                return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
+            refusal = "no such scope" if scope is None else (
+                scope.refusal(utcnow(), constraints_sha256(head.constraints)) or keys.scope(scope))
+        elif inp.uses_approval:
+            refusal = keys.approval(head, inp.action_hash, utcnow()) or None
+        if refusal is not None:  # it ended (or its key was revoked) since the gate: back through the gate
+            return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
         try:
             new = self.write_at(inp.run_id, inp.expected_version, mutate, "ledger", f"intent {inp.action_id}")
         except StaleStateError:

@@ -13,7 +13,10 @@ row and the `credentials` table only (Temporal is not asked):
   reason of a rejection, the tools, globs, use limit and expiry of a scope;
 - every approval and scope any version of the task state ever held is one of those verified
   decisions, with the same approver and action hash; every scope use names a verified scope
-  within its limit.
+  within its limit;
+- no scope and no approval was used after the key that signed it was revoked or expired (a use
+  is a `scope_used` row, or the gate's `allow` under rule `approval`), give or take the clock
+  skew between the host that revoked and the worker (`USE_GRACE_SECONDS`).
 
 Each failure names the audit row (or state version) and what is wrong with it.
 """
@@ -21,25 +24,30 @@ Each failure names the audit row (or state version) and what is wrong with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from longrun.auth.check import Record, check_proof
+from longrun.auth.check import Credential, Record, check_proof
 from longrun.errors import ProofRefused
 from longrun.models.audit import (
     ApprovalGranted,
     ApprovalRejected,
     ApprovalRequested,
+    GateVerdict,
     ScopeEnded,
     ScopeGranted,
     ScopeUsed,
 )
 from longrun.models.canonical import action_hash
-from longrun.models.signed import DecisionRecord, ScopeRecord, ScopeRevokeRecord
+from longrun.models.gate import GateRule
+from longrun.models.signed import CLOCK_SKEW_SECONDS, DecisionRecord, ScopeRecord, ScopeRevokeRecord
 from longrun.store import AuditRecord, Store
 
 AUDIT_GRACE_SECONDS = 120
 """A decision row is written a moment after the grant verified its proof (a retried activity,
 a slow database): judged at the row's time, the record may be up to this much past its lifetime."""
+USE_GRACE_SECONDS = CLOCK_SKEW_SECONDS
+"""A revocation is stamped by the clock of the host that revoked, a use by the worker's: a use is
+flagged when it is later than the revocation by more than the clocks may disagree."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,18 @@ def _check_scope(run_id: str, e: ScopeGranted, record: Record) -> None:
         raise ProofRefused("the row's scope (tools, paths, uses or expiry) is not the signed record's")
 
 
+def _check_used_in_time(credential: Credential | None, rec: AuditRecord, what: str) -> None:
+    """A use must come before its signing key was revoked or expired (see `USE_GRACE_SECONDS`)."""
+    if credential is None:
+        return  # the grant itself was flagged: its key is not registered
+    grace = timedelta(seconds=USE_GRACE_SECONDS)
+    for ended, how in ((credential.revoked_at, "revoked"), (credential.expires_at, "expired")):
+        if ended is not None and rec.created_at > ended + grace:
+            raise ProofRefused(f"{what} was used at {rec.created_at:%Y-%m-%d %H:%M:%S} UTC, after key "
+                               f"{credential.key_id} of {credential.principal} was {how} at "
+                               f"{ended:%Y-%m-%d %H:%M:%S} UTC: what a key granted is never used after that")
+
+
 def verify_decisions(store: Store, run_id: str) -> DecisionReport:
     """Re-verify every decision of the run (see the module docstring)."""
     problems: list[DecisionProblem] = []
@@ -124,6 +144,15 @@ def verify_decisions(store: Store, run_id: str) -> DecisionReport:
     scopes: dict[str, ScopeGranted] = {}
     used: dict[str, int] = {}
     asked: dict[str, ApprovalRequested] = {}
+    approval_keys: dict[str, str] = {}
+    """action hash -> the key that signed its approval."""
+    keys: dict[str, Credential | None] = {}
+
+    def key(key_id: str) -> Credential | None:
+        if key_id not in keys:
+            keys[key_id] = store.credential(key_id)
+        return keys[key_id]
+
     checked = 0
     records = store.audit(run_id)
     for rec in records:
@@ -136,6 +165,8 @@ def verify_decisions(store: Store, run_id: str) -> DecisionReport:
                 checked += 1
                 _check_granted(store, run_id, e, _record_of(store, rec, e.approver), asked.get(e.approval_id))
                 granted[e.approval_id] = (e.approver, e.action_hash)
+                if e.proof is not None:  # `_record_of` refused a row without one
+                    approval_keys[e.action_hash] = e.proof.key_id
             elif isinstance(e, ApprovalRejected):
                 checked += 1
                 _check_rejected(run_id, e, _record_of(store, rec, e.approver))
@@ -155,6 +186,10 @@ def verify_decisions(store: Store, run_id: str) -> DecisionReport:
                     raise ProofRefused(f"scope {e.scope_id} was never granted by a verified decision")
                 if used[e.scope_id] > scope.max_uses:
                     raise ProofRefused(f"scope {e.scope_id} used {used[e.scope_id]} times, more than its {scope.max_uses}")
+                _check_used_in_time(key(scope.proof.key_id), rec, f"scope {e.scope_id}")
+            elif (isinstance(e, GateVerdict) and e.verdict == "allow" and e.rule == GateRule.approval.value
+                  and e.action_hash in approval_keys):
+                _check_used_in_time(key(approval_keys[e.action_hash]), rec, f"the approval of action {e.action_hash[:16]}...")
         except ProofRefused as exc:
             problems.append(DecisionProblem(run_id, where, str(exc)))
     reported: set[str] = set()
@@ -181,4 +216,4 @@ def _first_per_place(problems: list[DecisionProblem]) -> list[DecisionProblem]:
     return out
 
 
-__all__ = ["AUDIT_GRACE_SECONDS", "DecisionProblem", "DecisionReport", "verify_decisions"]
+__all__ = ["AUDIT_GRACE_SECONDS", "USE_GRACE_SECONDS", "DecisionProblem", "DecisionReport", "verify_decisions"]

@@ -24,7 +24,7 @@ from typing import Any
 from temporalio.client import Client
 
 from longrun.auth.keys import Signer
-from longrun.auth.scopes import check_glob, constraints_sha256
+from longrun.auth.scopes import check_glob, constraints_sha256, max_ttl_from_env, ttl_refusal
 from longrun.errors import ApprovalError, ConfigError
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash
@@ -173,10 +173,13 @@ async def reject(
 
 async def grant_scope(
     client: Client, store: Store, run_id: str, approver: Approver, *, tools: Sequence[str], paths: Sequence[str],
-    max_uses: int, ttl_seconds: int, key_path: Path | None = None,
+    max_uses: int, ttl_seconds: int, key_path: Path | None = None, max_ttl_seconds: int | None = None,
 ) -> tuple[str, str]:
     """A signed standing approval for `tools` on workspace `paths` (globs): at most `max_uses`
     uses within `ttl_seconds`, while the run's constraints stay as they are now.
+
+    `max_ttl_seconds` (default: LONGRUN_SCOPE_MAX_TTL here, else 24 h) refuses a longer scope
+    before anything is signed; a courtesy, since the worker refuses it anyway with its own setting.
 
     Returns:
         (scope id, the workflow's answer).
@@ -187,6 +190,9 @@ async def grant_scope(
     problems = [f"tool {t!r} cannot be scoped (choose from {', '.join(SCOPABLE_TOOLS)})" for t in tools
                 if t not in SCOPABLE_TOOLS]
     problems += [p for p in (check_glob(g) for g in paths) if p]
+    too_long = ttl_refusal(ttl_seconds, max_ttl_from_env() if max_ttl_seconds is None else max_ttl_seconds)
+    if too_long is not None:
+        problems.append(too_long)
     if not tools or not paths:
         problems.append("a scope needs at least one --tool and one --paths glob")
     signer = _load_signer(store, run_id, "scope", approver, key_path)

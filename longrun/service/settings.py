@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from longrun.auth.scopes import DEFAULT_SCOPE_MAX_TTL_SECONDS, max_ttl_from_env
 from longrun.errors import ConfigError
 from longrun.mcp import config as mcp_config
 from longrun.models.mcp import McpServerConfig
@@ -97,6 +98,9 @@ class Settings:
 
     def unsandboxed_allowed(self) -> bool:
         return self.allow_unsandboxed or self.sandbox == "none"
+    scope_max_ttl_seconds: int = DEFAULT_SCOPE_MAX_TTL_SECONDS
+    """LONGRUN_SCOPE_MAX_TTL (e.g. 8h, 1d; default 24h): the longest a scope (`longrun grant`) may
+    stand. The worker refuses a signed scope that asks for longer; the CLI checks it first."""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -134,6 +138,7 @@ class Settings:
             allow_unsandboxed=_flag("LONGRUN_ALLOW_UNSANDBOXED"),
             allowed_base_urls=tuple(u.strip() for u in os.environ.get(ALLOWED_BASE_URLS_VARIABLE, "").split(",")
                                     if u.strip()),
+            scope_max_ttl_seconds=max_ttl_from_env(),
         )
 
 

@@ -112,6 +112,7 @@ def build_worker(
         webhooks=WebhookDirectory.from_env(defaults=settings.webhooks),
         worktrees=settings.home / "worktrees",
         trust=worker_trust(settings),
+        scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
     )
     activities = AgentActivities(deps)
     return Worker(

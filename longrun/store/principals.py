@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -167,6 +167,24 @@ class PrincipalsMixin(StoreCore):
             elif not any(c.status_at(now) == "active" for c in creds):
                 problems.append(f"{name!r} has no active key: `longrun approvers add {name} --new-key` registers one")
         return problems
+
+    def runs_with_open_scopes(self, key_ids: Sequence[str]) -> list[tuple[str, str, list[str]]]:
+        """Every run whose head state holds a scope in force signed by one of `key_ids`: its id,
+        its status and those scopes' ids (oldest run first). What revoking the keys must end."""
+        if not key_ids:
+            return []
+        query = text("""
+            SELECT t.run_id, r.status, array_agg(sc->>'id' ORDER BY sc->>'id') AS scope_ids
+            FROM task_states t JOIN runs r ON r.run_id = t.run_id,
+                 jsonb_array_elements(coalesce(t.state->'scopes', '[]'::jsonb)) AS sc
+            WHERE sc->>'key_id' = ANY(:key_ids) AND coalesce(sc->>'ended', '') = ''
+            GROUP BY t.run_id, r.status, r.created_at
+            ORDER BY r.created_at, t.run_id""")
+
+        def tx(s: Session) -> list[tuple[str, str, list[str]]]:
+            return [(r.run_id, r.status, list(r.scope_ids)) for r in s.execute(query, {"key_ids": list(key_ids)})]
+
+        return self._tx("runs_with_open_scopes", tx)
 
     # ------------------------------------------------------------------ call edits
 

@@ -6,6 +6,9 @@ key before it is written into the task state, and the gate then checks every use
 The validators check the record's shape and that it is for this run, by one of its approvers;
 a refused update writes nothing. A scope granted while an approval is pending does not answer
 that request: approve or reject it as usual.
+
+`signing_keys_revoked` (a signal, sent by `longrun approvers revoke`) ends the scopes whose key
+was revoked; it carries nothing, because the activity reads the keys from Postgres.
 """
 
 from __future__ import annotations
@@ -16,11 +19,16 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from longrun.activities.boundary import ErrorType, error_type
     from longrun.activities.contract import Activities
-    from longrun.models.io import ScopeGrantInput, ScopeInput
+    from longrun.models.io import RunRef, ScopeGrantInput, ScopeInput
     from longrun.models.signed import ScopeRecord, ScopeRevokeRecord
     from longrun.workflows import options as opt
     from longrun.workflows.approvals import REFUSAL_AUDITED
     from longrun.workflows.base import RunBase
+
+KEY_REVOCATION_PATCH = "key-revocation-ends-scopes"
+"""The `signing_keys_revoked` signal ends the scopes of revoked keys (no history recorded before
+it holds the signal; the patch marks the runs that can act on it)."""
+SIGNING_KEYS_REVOKED = "signing_keys_revoked"
 
 
 class ScopesMixin(RunBase):
@@ -73,3 +81,17 @@ class ScopesMixin(RunBase):
     @revoke_scope.validator
     def _validate_revoke_scope(self, inp: ScopeInput) -> None:
         self._check_scope_update(inp, ScopeRevokeRecord)
+
+    @workflow.signal(name=SIGNING_KEYS_REVOKED, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def signing_keys_revoked(self) -> None:
+        """A key was revoked: end the scopes it signed, now rather than at their next use (where
+        the gate refuses them anyway, so a run that finishes meanwhile loses nothing)."""
+        if self.status.finished or not workflow.patched(KEY_REVOCATION_PATCH):
+            return
+        try:
+            ended = await self._act(Activities.end_revoked_scopes, RunRef(run_id=self.run_id), opt.DEFAULT)
+        except ActivityError:  # bookkeeping only: a failure here must not fail the run
+            workflow.logger.warning("could not end the scopes of revoked keys in run %s", self.run_id)
+            return
+        if ended.version > self.state.version:  # the main loop may have moved past it meanwhile
+            self._set_state(ended)

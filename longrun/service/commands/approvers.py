@@ -22,8 +22,9 @@ from typing import Any
 from longrun.auth import ROLES, default_key_path, key_id_of, new_key, public_pem, write_private_key
 from longrun.auth.keys import load_public_pem
 from longrun.auth.sealed import check_password, seal_with_password
-from longrun.errors import ApprovalError, ConfigError, StoreError
-from longrun.service import decide, render
+from longrun.errors import ApprovalError, ConfigError, LongrunError, StoreError
+from longrun.service import client as api
+from longrun.service import decide, render, revocation
 from longrun.service.commands.common import (
     EXIT_OK,
     CliError,
@@ -72,7 +73,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     rv = asub.add_parser("revoke", help="revoke a principal's keys",
                          description="Revoke NAME's active keys (or --key KEY_ID). A revoked key signs nothing from "
-                         "now on; decisions it signed before stay verifiable.")
+                         "now on, and what it granted is not used from now on: the gate checks the key at every "
+                         "use, and the scopes it signed are ended in every run (audited as scope_ended, "
+                         "key_revoked). Decisions it signed before stay verifiable.")
     rv.add_argument("name")
     rv.add_argument("--key", dest="key_id", metavar="KEY_ID", help="only this key")
     rv.add_argument("--reason", default="", help="why (kept with the key)")
@@ -88,7 +91,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                     + ", ".join(decide.SCOPABLE_TOOLS))
     gr.add_argument("--paths", action="append", required=True, metavar="GLOB", help="workspace path glob (repeatable)")
     gr.add_argument("--max-uses", type=int, required=True, help="at most this many actions")
-    gr.add_argument("--ttl", required=True, metavar="DURATION", help="how long it stands (e.g. 2h)")
+    gr.add_argument("--ttl", required=True, metavar="DURATION",
+                    help="how long it stands (e.g. 2h; at most LONGRUN_SCOPE_MAX_TTL, 24h by default)")
     add_signer_args(gr)
     add_json(gr)
     gr.set_defaults(func=cmd_grant)
@@ -248,17 +252,30 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_revoke(args: argparse.Namespace) -> int:
+async def cmd_revoke(args: argparse.Namespace) -> int:
+    """Revoke the keys, then end the scopes they signed in every run (`longrun.service.revocation`)."""
     with _owner_store() as store:
         try:
             revoked = store.revoke_credentials(args.name, key_id=args.key_id, reason=args.reason)
         except InvalidInputError as exc:
             raise CliError(str(exc)) from exc
+        client = None
+        if revoked and store.runs_with_open_scopes(revoked):
+            try:
+                client = await api.connect(settings())
+            except LongrunError:
+                client = None  # no Temporal: the scopes are ended in Postgres directly
+        endings = await revocation.end_revoked_scopes(client, store, revoked)
     if args.json:
-        print_json({"principal": args.name, "revoked": revoked})
+        print_json({"principal": args.name, "revoked": revoked,
+                    "scopes_ended": [{"run_id": e.run_id, "scope_ids": e.scope_ids, "how": e.how} for e in endings]})
     elif revoked:
-        say(f"revoked {', '.join(revoked)} of {args.name}: they sign nothing from now on (what they signed before "
-            "stays verifiable)")
+        say(f"revoked {', '.join(revoked)} of {args.name}: they sign nothing from now on, and nothing they granted "
+            "is used from now on (what they signed before stays verifiable)")
+        for e in endings:
+            for scope_id in e.scope_ids:
+                say(f"ended scope {scope_id} of run {e.run_id}"
+                    + (" (the run's worker records it)" if e.how == "signalled" else ""))
     else:
         say(f"{args.name} has no active key; nothing to revoke")
     return EXIT_OK
@@ -277,7 +294,8 @@ async def cmd_grant(args: argparse.Namespace) -> int:
         try:
             scope_id, answer = await decide.grant_scope(client, store, args.run, args.approver, tools=args.tools,
                                                         paths=args.paths, max_uses=args.max_uses, ttl_seconds=ttl,
-                                                        key_path=args.key)
+                                                        key_path=args.key,
+                                                        max_ttl_seconds=settings().scope_max_ttl_seconds)
         except ApprovalError as exc:
             raise CliError(f"grant refused: {exc}") from exc
     if args.json:
