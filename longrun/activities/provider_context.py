@@ -23,8 +23,7 @@ from longrun.models.context import Projection, TranscriptItem
 from longrun.models.provider import ModelRequest, ModelResponse, ProviderContextReport, ToolSpec
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState
-from longrun.providers.openai_responses import ITEM_KEY
-from longrun.providers.provider_context import carries_compaction, manages_context
+from longrun.providers.provider_context import ITEM_KEY, carries_compaction, manages_context
 
 REPORT_KEY = "longrun_provider_context"
 """On the first block of an assistant message: what the provider reported for that call."""

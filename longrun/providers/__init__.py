@@ -1,15 +1,38 @@
-"""Model providers behind one protocol: `scripted` (offline, deterministic) and `anthropic`.
+"""Model providers behind one protocol: `scripted` (offline, deterministic), Anthropic, OpenAI and
+OpenAI-compatible servers, Claude on Bedrock and Vertex.
 
     provider = get_provider(run_spec.model, api_key=settings.anthropic_api_key,
                             base_url=settings.anthropic_base_url)
     response = provider.complete(request)
+
+The names below are loaded when first used (PEP 562): importing the SDKs (`anthropic`, `openai`)
+costs about 4 s of CPU, and every CLI command, the console and the workflow module import this
+package only for the protocol. A `longrun status` should not pay for model SDKs it never calls.
 """
 
-from longrun.providers.anthropic_provider import AnthropicProvider, map_api_error, to_api_messages
-from longrun.providers.base import Provider, get_provider
-from longrun.providers.models_table import ANTHROPIC_MODELS, model_info
-from longrun.providers.scripted import ScriptedProvider
-from longrun.providers.summarizer import ModelSummarizer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from longrun.providers.anthropic_provider import AnthropicProvider, map_api_error, to_api_messages
+    from longrun.providers.base import Provider, get_provider
+    from longrun.providers.models_table import ANTHROPIC_MODELS, model_info
+    from longrun.providers.scripted import ScriptedProvider
+    from longrun.providers.summarizer import ModelSummarizer
+
+_WHERE = {
+    "ANTHROPIC_MODELS": "longrun.providers.models_table",
+    "AnthropicProvider": "longrun.providers.anthropic_provider",
+    "ModelSummarizer": "longrun.providers.summarizer",
+    "Provider": "longrun.providers.base",
+    "ScriptedProvider": "longrun.providers.scripted",
+    "get_provider": "longrun.providers.base",
+    "map_api_error": "longrun.providers.anthropic_provider",
+    "model_info": "longrun.providers.models_table",
+    "to_api_messages": "longrun.providers.anthropic_provider",
+}
 
 __all__ = [
     "ANTHROPIC_MODELS",
@@ -22,3 +45,12 @@ __all__ = [
     "model_info",
     "to_api_messages",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'longrun.providers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

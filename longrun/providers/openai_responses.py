@@ -47,13 +47,10 @@ from longrun.providers.openai_common import (
     parse_arguments,
     result_text,
 )
-from longrun.providers.provider_context import openai_context, openai_report
+from longrun.providers.provider_context import ITEM_KEY, openai_context, openai_report
 
 log = logging.getLogger(__name__)
 
-ITEM_KEY = "openai_item"
-"""On a transcript block: the Responses output item it came from, verbatim (a reasoning item with
-its `encrypted_content`), sent back exactly as received."""
 OPAQUE_COMPACTION = "[OpenAI compaction item: opaque, sent back verbatim]"
 REASONING_MODELS = ("gpt-5", "o1", "o3", "o4")
 _INCOMPLETE: dict[str, StopReason] = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}

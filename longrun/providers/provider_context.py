@@ -30,6 +30,10 @@ COMPACT_BETA = "compact-2026-01-12"
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 COMPACT = "compact_20260112"
 PROVIDER_BLOCK_KEY = "anthropic_block"
+ITEM_KEY = "openai_item"
+"""On a transcript block: the Responses output item it came from, verbatim (a reasoning item with
+its `encrypted_content`), sent back exactly as received. Defined here, not in the adapter, so that
+reading it does not import the OpenAI SDK."""
 """On a transcript text block: Anthropic's own content block (a `compaction`), sent back
 verbatim in its place by the Anthropic adapter. Not a `longrun_` key: those are stripped when a
 request is rendered, and this one must reach the adapter (as `openai_item` does)."""
