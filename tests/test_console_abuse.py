@@ -60,6 +60,7 @@ def audit_rows(cli: Cli, run_id: str) -> list[dict]:
             for r in cli.json("audit", run_id)["timeline"] if r["source"] == "audit"]
 
 
+@pytest.mark.timeout(900)  # the first test pays for the module's stack and console on a loaded machine
 def test_a_session_row_written_with_the_app_role_signs_no_one_in(cli: Cli, console: Console) -> None:
     alice = console.session("alice")
     key_id = alice.get("/api/me").json()["key_id"]

@@ -24,7 +24,7 @@ def add_console_users(cli: Cli) -> None:
     for name, password in PASSWORDS.items():
         roles = [a for r in ROLES[name] for a in ("--role", r)]
         done = subprocess.run([LONGRUN, "approvers", "add", name, "--console", "--password-stdin", *roles],
-                              input=password + "\n", env=cli.env, capture_output=True, text=True, timeout=60)
+                              input=password + "\n", env=cli.env, capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stderr
         assert password not in done.stdout + done.stderr
 
