@@ -297,7 +297,7 @@ def _table(r: dict[str, Any]) -> Table:
         "poll interval (250 ms), so its floor is about half of that.",
         "Dropped: per client, every event written up to 2 s before the end that it did not receive.",
         "The sign-in flood runs after the SSE load, with the run still going; a 401 ran the password's key derivation "
-        "(scrypt, in the console's two-thread pool), a 429 was refused by the throttle before it.",
+        "(scrypt, in the console's own small pool), a 429 was refused by the throttle before it.",
         "What it cannot show: many runs watched at once (one poller per run), several console processes, a real "
         "network between browser and console, or a model's real pace (a run writes events faster here than most do).",
     ]

@@ -97,10 +97,11 @@ async def login(console: Console, name: str, password: str, client: str) -> tupl
     if not NAME_RE.fullmatch(name or ""):
         raise Unauthenticated(f"sign-in refused: {LOGIN_HINT}")
     async with console.derivations.admitted():
-        refused = await asyncio.to_thread(store.record_sign_in, client, name, SIGN_IN_LIMITS)
+        # the bookkeeping runs on the sign-in pool too: a flood never holds the threads reads use
+        refused = await console.derivations.run(store.record_sign_in, client, name, SIGN_IN_LIMITS)
         if refused is not None:
             raise TooManyRequests(refusal_message(refused, name, client), retry_after=refused.wait_seconds)
-        found = await asyncio.to_thread(store.console_key, name)
+        found = await console.derivations.run(store.console_key, name)
         key_id, seal = found if found is not None else ("0" * 32, _DUMMY)
         key = await console.derivations.run(open_with_password, seal, password, principal=name,
                                             key_id=key_id)  # the same work either way

@@ -7,9 +7,11 @@
   of made-up names. The address is the TCP peer: the console trusts no forwarded-for header, so
   behind a proxy every client shares the proxy's address and the per-address limit acts as a
   second global one.
-- **Key derivations** (`Derivations`): scrypt (~0.1 s, 32 MiB) runs in a pool of its own with two
-  threads, so sign-ins cannot occupy the threads every read uses; and at most `max_waiting` more
-  wait for it, beyond which a sign-in is answered 429 at once, before anything is recorded.
+- **Key derivations** (`Derivations`): a sign-in's work (its bookkeeping and scrypt, ~0.1 s and
+  32 MiB) runs in a pool of its own, so sign-ins cannot occupy the threads every read uses; the
+  pool has two threads, or one on a machine with fewer than four cores, so scrypt leaves a core
+  to the reads; and at most `max_waiting` more wait for it, beyond which a sign-in is answered
+  429 at once, before anything is recorded.
 - **Audited refusals** (`RefusalBudget`): a refused decision or operator request is written into
   the run's audit, which is append-only; a person gets `per_window` such rows a minute, and
   further refusals are answered without one.
@@ -18,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections import defaultdict, deque
@@ -49,18 +52,23 @@ def refusal_message(refused: SignInRefused, name: str, client: str) -> str:
     return f"too many failed sign-ins on this console just now: {wait}"
 
 
+def default_workers() -> int:
+    """Two threads for derivations, or one where there are fewer than four cores."""
+    return max(1, min(2, (os.cpu_count() or 2) // 2))
+
+
 class Derivations:
     """A small pool for password key derivations, with a bounded queue in front of it."""
 
-    def __init__(self, workers: int = 2, max_waiting: int = 16) -> None:
-        self.workers = workers
+    def __init__(self, workers: int | None = None, max_waiting: int = 16) -> None:
+        self.workers = workers or default_workers()
         self.max_waiting = max_waiting
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="longrun-kdf")
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="longrun-kdf")
         self._admitted = 0
         self._running = 0
         self._lock = threading.Lock()
         self.peak = 0
-        """The most derivations that ever ran at once (never more than `workers`)."""
+        """The most calls that ever ran on the pool at once (never more than `workers`)."""
 
     @asynccontextmanager
     async def admitted(self) -> AsyncIterator[None]:
