@@ -34,6 +34,7 @@ from typing import Any
 from bench.report import Section, Table, mark, progress
 
 SSE_CLIENTS, API_RPS, SECONDS, PACE = 200, 50, 30.0, 0.1
+FLOOD_CONCURRENCY, FLOOD_ADDRESSES, FLOOD_SECONDS = 32, 8, 15.0
 LONGRUN = str(Path(sys.executable).parent / "longrun")
 PASSWORD = "bench-console-password"
 
@@ -136,6 +137,45 @@ async def _load(url: str, run_id: str, clients: int, rps: int, seconds: float) -
             "offered": i, "elapsed": time.perf_counter() - t0}
 
 
+async def _flood(url: str, seconds: float = FLOOD_SECONDS) -> dict[str, Any]:
+    """/api/me's latency, alone and then under a flood of sign-ins with made-up names from
+    `FLOOD_ADDRESSES` loopback addresses (`FLOOD_CONCURRENCY` at once). Before issue 24 each such
+    sign-in ran scrypt in the threads that serve reads, and /api/me went from 3 ms to 943 ms; now
+    derivations have a pool of their own and the throttle answers most of the flood 429."""
+    import httpx
+
+    async def me_latency(http: Any, until: float) -> list[float]:
+        out = []
+        while time.perf_counter() < until:
+            t0 = time.perf_counter()
+            r = await http.get("/api/me")
+            if r.status_code == 200:
+                out.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.05)
+        return out
+
+    statuses: dict[int, int] = {}
+
+    async def attacker(address: str, until: float, n: int) -> None:
+        transport = httpx.AsyncHTTPTransport(local_address=address)
+        async with httpx.AsyncClient(base_url=url, timeout=30, transport=transport) as http:
+            i = 0
+            while time.perf_counter() < until:
+                r = await http.post("/api/session", json={"name": f"nobody{n}x{i}", "password": "made-up-password"})
+                statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+                i += 1
+
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        (await http.post("/api/session", json={"name": "bench", "password": PASSWORD})).raise_for_status()
+        alone = await me_latency(http, time.perf_counter() + 5.0)
+        until = time.perf_counter() + seconds
+        flood = [asyncio.create_task(attacker(f"127.0.0.{20 + n % FLOOD_ADDRESSES}", until, n))
+                 for n in range(FLOOD_CONCURRENCY)]
+        during = await me_latency(http, until)
+        await asyncio.gather(*flood)
+    return {"alone": alone, "during": during, "statuses": statuses}
+
+
 async def _measure(home: Path, env: dict[str, str]) -> dict[str, Any]:
     from longrun.models.spec import RunCaps, RunSpec
     from longrun.service import client as api
@@ -176,6 +216,8 @@ async def _measure(home: Path, env: dict[str, str]) -> dict[str, Any]:
         await asyncio.sleep(3.0)  # the run is well under way
         progress(f"console: {SSE_CLIENTS} SSE clients + {API_RPS} requests/s for {SECONDS:.0f} s on {run_id}")
         result = await _load(url, run_id, SSE_CLIENTS, API_RPS, SECONDS)
+        progress(f"console: /api/me during {FLOOD_CONCURRENCY} concurrent made-up sign-ins for {FLOOD_SECONDS:.0f} s")
+        result["flood"] = await _flood(url)
         records = store.audit(run_id)
         result["written"] = [(r.seq, r.created_at.timestamp()) for r in records]
         result["turns"] = sum(1 for r in records if r.kind == "model_called"
@@ -239,12 +281,23 @@ def _table(r: dict[str, Any]) -> Table:
           f"0: {mark(dropped == 0)}")
     t.add("duplicate events (all clients)", str(duplicates), "0")
     t.add("run turns during the window", str(r["turns"]), "")
+    flood = r["flood"]
+    under = _percentile(flood["during"], 0.95)
+    t.add("/api/me p50 / p95 alone",
+          f"{_ms(_percentile(flood['alone'], 0.5))} / {_ms(_percentile(flood['alone'], 0.95))}", "")
+    t.add(f"/api/me p50 / p95 during a sign-in flood ({FLOOD_CONCURRENCY} at once, made-up names, "
+          f"{FLOOD_ADDRESSES} addresses)", f"{_ms(_percentile(flood['during'], 0.5))} / {_ms(under)}",
+          f"p95 < 200 ms: {mark(under < 0.2)}")
+    t.add("flood sign-ins answered", ", ".join(f"{n} x {s}" for s, n in sorted(flood["statuses"].items())),
+          "429 once the limits are reached")
     t.notes = [
         "Real processes: embedded PostgreSQL, the Temporal dev server, a worker running the run (a paced stand-in model, "
         f"{PACE:.1f} s per call), `longrun serve`, and this load generator, all on this machine's cores.",
         "Delivery latency runs from the audit row's write time to the client parsing the event; it includes the feed's "
         "poll interval (250 ms), so its floor is about half of that.",
         "Dropped: per client, every event written up to 2 s before the end that it did not receive.",
+        "The sign-in flood runs after the SSE load, with the run still going; a 401 ran the password's key derivation "
+        "(scrypt, in the console's own small pool), a 429 was refused by the throttle before it.",
         "What it cannot show: many runs watched at once (one poller per run), several console processes, a real "
         "network between browser and console, or a model's real pace (a run writes events faster here than most do).",
     ]

@@ -132,7 +132,7 @@ def test_an_approval_signed_with_a_console_key(cli: Cli, console: Console, works
     unknown = alice.get("/api/runs/run-nope")
     assert unknown.status_code == 404 and "GET /api/runs lists them" in unknown.json()["error"]
     wrong = alice.post(f"/api/runs/{run_id}/approvals/apr-0000/approve", json={})
-    assert wrong.status_code == 409 and "does not match the pending action" in wrong.json()["error"]
+    assert wrong.status_code == 404 and "shows the pending one" in wrong.json()["error"]
 
     done = alice.post(f"/api/runs/{run_id}/approvals/{p['approval_id']}/approve", json={})
     assert done.status_code == 200, done.text

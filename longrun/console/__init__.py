@@ -8,6 +8,9 @@ worker like any other (see `auth` for how signing in works). docs/API.md documen
 |---|---|
 | `app` | the FastAPI app, error mapping, security headers |
 | `auth` | sign-in, sessions, roles, CSRF, the signer of a request |
+| `session_mac` | the console's own key, and the MAC on every session row |
+| `throttle` | sign-in limits, the key-derivation pool, the budget of audited refusals |
+| `body_limit` | the cap on request bodies (413) |
 | `api` | the JSON API |
 | `pages` | the server-rendered pages |
 | `views` | what the pages and the API show, from PostgreSQL |

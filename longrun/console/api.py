@@ -4,7 +4,9 @@ run's approvers); steering needs `operator`; every mutation needs the CSRF token
 thing, 409 the run refused, 422 a field is wrong, 503 Temporal does not answer).
 
 A refused decision or operator request of a signed-in person is written into the run's audit
-(`approval_refused`, `operator_request` with outcome `refused`) before the error is returned.
+(`approval_refused`, `operator_request` with outcome `refused`) before the error is returned, at
+most ten a minute per person (`throttle.RefusalBudget`); a decision about an approval the run never
+asked for is refused with 404 and audits nothing, since its id is only the caller's text.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from sse_starlette.sse import EventSourceResponse
 from longrun.auth.audit_check import verify_decisions
 from longrun.auth.keys import Signer
 from longrun.console import views
-from longrun.console.auth import Me, Principal, check_csrf, check_origin, login, logout, signer
+from longrun.console.auth import Me, Principal, check_csrf, check_origin, client_address, login, logout, signer
 from longrun.console.context import Console
 from longrun.console.errors import Conflict, Forbidden, NotFound
 from longrun.console.session_cookie import clear_cookie, set_cookie
@@ -29,6 +31,7 @@ from longrun.errors import ApprovalError, ApprovalNotFound, RunNotFoundError
 from longrun.models.audit import (
     ApprovalGranted,
     ApprovalRejected,
+    ApprovalRequested,
     OperatorRequest,
     RunFinished,
     ScopeEnded,
@@ -38,6 +41,7 @@ from longrun.models.run import RunStatus
 from longrun.service import client as api
 from longrun.service import decide
 from longrun.service.approval_view import approval_view
+from longrun.service.client import pending_from_audit
 from longrun.service.commands.audit import describe_event
 from longrun.store import AuditRecord, InvalidInputError
 from longrun.store.records import RunRecord
@@ -88,7 +92,7 @@ def me_view(p: Principal) -> dict[str, Any]:
 async def create_session(body: SessionIn, request: Request, response: Response) -> dict[str, Any]:
     check_origin(request)
     c = console_of(request)
-    token, p = await login(c, body.name, body.password)
+    token, p = await login(c, body.name, body.password, client_address(request))
     set_cookie(response, c, token, request)
     return me_view(p)
 
@@ -155,11 +159,39 @@ async def _signer(c: Console, p: Principal) -> Signer:
 
 
 async def _refuse_decision(c: Console, run_id: str, approval_id: str, p: Principal, why: str) -> None:
-    await asyncio.to_thread(api.record_refusal, c.store, run_id, approval_id, p.name, why)
+    """Audit a refused decision, within the person's budget of audited refusals (`throttle`)."""
+    if c.refusals.allow(p.name):
+        await asyncio.to_thread(api.record_refusal, c.store, run_id, approval_id, p.name, why)
+
+
+def quoted(text: str, limit: int = 64) -> str:
+    """`text` for a message, cut to `limit` characters: what a URL says is not worth more."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _approval_state(c: Console, run: RunRecord, approval_id: str) -> Literal["pending", "answered", "unknown"]:
+    records = c.audits.records(run.run_id)
+    pending = pending_from_audit(records, run.spec.approval_ttl_seconds)
+    if pending is not None and pending.approval_id == approval_id:
+        return "pending"
+    if any(isinstance(r.event, ApprovalRequested) and r.event.approval_id == approval_id for r in records):
+        return "answered"
+    return "unknown"
 
 
 async def _decision_allowed(c: Console, run_id: str, approval_id: str, p: Principal) -> None:
+    """Raises:
+    NotFound: the run never asked for `approval_id` (nothing is audited: the id is the caller's text).
+    Conflict: `approval_id` was answered or expired.
+    Forbidden: `p` may not decide it (audited as `approval_refused`)."""
     run = await _run(c, run_id)
+    state = await asyncio.to_thread(_approval_state, c, run, approval_id)
+    if state == "unknown":
+        raise NotFound(f"run {run_id} has no approval {quoted(approval_id)}: GET /api/runs/{run_id} shows the "
+                       "pending one")
+    if state == "answered":
+        raise Conflict(f"approval {approval_id} of run {run_id} is no longer pending (answered, or expired): "
+                       f"GET /api/runs/{run_id} shows the pending one")
     if not p.can("approver"):
         why = f"{p.name} has roles {', '.join(p.roles)}, not approver: an administrator can add it " \
               f"(`longrun approvers add {p.name} --role approver`)"
@@ -211,9 +243,10 @@ async def _operate(request: Request, p: Principal, run_id: str, action: Action, 
     if not p.can("operator"):
         why = f"{p.name} has roles {', '.join(p.roles)}, not operator: an administrator can add it " \
               f"(`longrun approvers add {p.name} --role operator`)"
-        await asyncio.to_thread(c.store.append_audit, run_id,
-                                OperatorRequest(principal=p.name, action=action, outcome="refused", reason=why),
-                                actor=actor)
+        if c.refusals.allow(p.name):
+            await asyncio.to_thread(c.store.append_audit, run_id,
+                                    OperatorRequest(principal=p.name, action=action, outcome="refused", reason=why),
+                                    actor=actor)
         raise Forbidden(why)
     await asyncio.to_thread(c.store.append_audit, run_id,
                             OperatorRequest(principal=p.name, action=action, outcome="sent"), actor=actor)
@@ -318,4 +351,4 @@ async def artifact(run_id: str, sha256: str, request: Request, p: Me) -> Respons
                     headers={"Content-Disposition": f'inline; filename="{sha256[:12]}.txt"'})
 
 
-__all__ = ["audit_view", "console_of", "me_view", "router"]
+__all__ = ["audit_view", "console_of", "me_view", "quoted", "router"]

@@ -5,6 +5,8 @@ each bad field (`{"error": "body.reason: ...", "fields": [...]}`, 422); an error
 own (`RunNotFoundError`, `StackNotRunning`, ...) is mapped to 404 / 503 / 409. Pages get the same,
 except that a missing session redirects to the sign-in page.
 
+Request bodies are capped before they are read (`body_limit`: 413).
+
 Every response carries a strict Content-Security-Policy (scripts and styles from this origin
 only, no framing), `nosniff`, and a referrer only to the console itself.
 """
@@ -23,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from longrun.console import api, pages
+from longrun.console.body_limit import BodyLimit
 from longrun.console.context import Console
 from longrun.console.errors import ConsoleError, Unauthenticated
 from longrun.errors import ApprovalError, LongrunError, RunNotFoundError, StackNotRunning
@@ -68,13 +71,21 @@ def _is_api(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
 
-def _error(request: Request, status: int, message: str, **extra: object) -> Response:
+def _error(request: Request, status: int, message: str, retry_after: int | None = None,
+           **extra: object) -> Response:
+    """The error's response: a page for a page (with the status on the response, not only in the
+    text), JSON for the API, a redirect to the sign-in page for a page without a session."""
     if status == 401 and not _is_api(request):
         return pages.login_redirect(request)
+    response: Response
     if not _is_api(request) and request.method == "GET":
-        me = None
-        return pages.page(request, "error.html", me, status=status, message=message)
-    return JSONResponse({"error": message, **extra}, status_code=status)
+        response = pages.page(request, "error.html", None, status=status, message=message)
+        response.status_code = status
+    else:
+        response = JSONResponse({"error": message, **extra}, status_code=status)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 def create_app(console: Console) -> FastAPI:
@@ -83,7 +94,8 @@ def create_app(console: Console) -> FastAPI:
                   description="The JSON API of the longrun console (docs/API.md). Sign in with POST /api/session; "
                               "send the returned csrf_token as X-CSRF-Token on every POST and DELETE.")
     app.state.console = console
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit)
+    app.add_middleware(SecurityHeaders)  # added last, so outermost: on every answer, 413s included
     app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
 
     @app.get("/healthz", include_in_schema=False)
@@ -92,7 +104,7 @@ def create_app(console: Console) -> FastAPI:
 
     @app.exception_handler(ConsoleError)
     async def console_error(request: Request, exc: ConsoleError) -> Response:
-        return _error(request, exc.status, exc.message)
+        return _error(request, exc.status, exc.message, exc.retry_after)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:

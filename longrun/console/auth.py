@@ -7,10 +7,12 @@ How a person signs in (docs/API.md, "Authentication"):
    credential of NAME and whose private half is sealed under the password (`auth.sealed`).
 2. `POST /login` (or `POST /api/session`) with name and password opens the seal, checks the key's
    credential is active, and starts a session: a random 256-bit token goes to the browser as an
-   HttpOnly, SameSite=Strict cookie, and Postgres keeps only its SHA-256 and the key sealed again
-   under the token.
-3. Each request finds the session by the token's hash and re-reads the credential and the
-   principal's roles, so a revoked key or a removed role takes effect at once.
+   HttpOnly, SameSite=Strict cookie, and Postgres keeps only its SHA-256, the key sealed again
+   under the token, and a MAC under the console's own key (`session_mac`). Attempts are
+   throttled per client address and name, per address and in all (`throttle`).
+3. Each request finds the session by the token's hash, checks the row's MAC (a row the app role
+   wrote or changed signs no one in) and re-reads the credential and the principal's roles, so a
+   revoked key or a removed role takes effect at once.
 4. A decision is signed with the session's key, opened from the seal for that one request, and
    verified by the worker exactly like a CLI decision; the audit keeps the record and signature.
 
@@ -24,13 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import secrets
-import time
-from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi import Depends, Request
 
 from longrun.auth.keys import Signer
@@ -43,13 +45,16 @@ from longrun.auth.sealed import (
     token_sha256,
 )
 from longrun.console.context import Console
-from longrun.console.errors import Forbidden, Unauthenticated
+from longrun.console.errors import Forbidden, TooManyRequests, Unauthenticated
+from longrun.console.session_mac import KEY_FILE, SECRET_VARIABLE
+from longrun.console.throttle import SIGN_IN_LIMITS, refusal_message
 from longrun.models import utcnow
 from longrun.store.principals import NAME_RE
 
+log = logging.getLogger("longrun.console")
+
 COOKIE = "longrun_session"
 CSRF_HEADER = "x-csrf-token"
-MAX_FAILURES, FAILURE_WINDOW = 5, 300.0
 _DUMMY = PasswordSeal({"name": "scrypt", "n": 2**15, "r": 8, "p": 1}, b"\0" * 16, b"\0" * 12, b"\0" * 48)
 LOGIN_HINT = ("check the name and password; an administrator sets a console password with "
               "`longrun approvers add NAME --console`")
@@ -72,67 +77,67 @@ class Principal:
         return role in self.roles
 
 
-class Failures:
-    """Failed sign-ins per name in the last five minutes: after five, the name must wait, so a
-    password cannot be guessed at the console's speed."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, deque[float]] = defaultdict(deque)
-
-    def check(self, name: str) -> None:
-        times = self._seen[name]
-        now = time.monotonic()
-        while times and now - times[0] > FAILURE_WINDOW:
-            times.popleft()
-        if len(times) >= MAX_FAILURES:
-            wait = int(FAILURE_WINDOW - (now - times[0])) + 1
-            raise Unauthenticated(f"too many failed sign-ins for {name}: wait {wait} s and try again")
-
-    def add(self, name: str) -> None:
-        self._seen[name].append(time.monotonic())
-
-    def clear(self, name: str) -> None:
-        self._seen.pop(name, None)
+def client_address(request: Request) -> str:
+    """The request's TCP peer: the console trusts no `X-Forwarded-For` (anyone could send one)."""
+    return request.client.host if request.client else "unknown"
 
 
-FAILURES = Failures()
+async def login(console: Console, name: str, password: str, client: str) -> tuple[str, Principal]:
+    """A new session for `name`, if the password opens their console key.
 
+    The attempt is recorded in PostgreSQL before the password is tried (`throttle`), so neither
+    concurrency nor a second console process gets more tries past the limits; the key derivation
+    runs in the console's small pool of its own, never in the threads that serve reads. `client`
+    is the request's TCP peer address.
 
-def _login(console: Console, name: str, password: str) -> tuple[str, Principal]:
+    Raises:
+        Unauthenticated: wrong name or password (one message for both), or a revoked key.
+        TooManyRequests: a sign-in limit is reached, or too many sign-ins wait for the pool."""
     store = console.store
     if not NAME_RE.fullmatch(name or ""):
         raise Unauthenticated(f"sign-in refused: {LOGIN_HINT}")
-    FAILURES.check(name)
-    found = store.console_key(name)
-    key_id, seal = found if found is not None else ("0" * 32, _DUMMY)
-    key = open_with_password(seal, password, principal=name, key_id=key_id)  # the same work either way
-    credential = store.credential(key_id) if key is not None else None
+    async with console.derivations.admitted():
+        # the bookkeeping runs on the sign-in pool too: a flood never holds the threads reads use
+        refused = await console.derivations.run(store.record_sign_in, client, name, SIGN_IN_LIMITS)
+        if refused is not None:
+            raise TooManyRequests(refusal_message(refused, name, client), retry_after=refused.wait_seconds)
+        found = await console.derivations.run(store.console_key, name)
+        key_id, seal = found if found is not None else ("0" * 32, _DUMMY)
+        key = await console.derivations.run(open_with_password, seal, password, principal=name,
+                                            key_id=key_id)  # the same work either way
+    credential = await asyncio.to_thread(store.credential, key_id) if key is not None else None
     if key is None or credential is None or credential.status_at(utcnow()) != "active":
-        FAILURES.add(name)
         raise Unauthenticated(f"sign-in refused: {LOGIN_HINT}")
-    FAILURES.clear(name)
     token = secrets.token_urlsafe(32)
-    nonce, sealed = seal_for_session(key, token, principal=name, key_id=key_id)
-    store.create_console_session(token_sha256(token), name, key_id, nonce, sealed,
-                                 utcnow() + timedelta(hours=console.session_hours))
+    await asyncio.to_thread(_start_session, console, client, name, key_id, key, token)
     return token, Principal(name, credential.roles, key_id, token)
 
 
-async def login(console: Console, name: str, password: str) -> tuple[str, Principal]:
-    """A new session for `name`, if the password opens their console key.
-
-    Raises:
-        Unauthenticated: wrong name or password (one message for both), a revoked key, or too many
-            failures."""
-    return await asyncio.to_thread(_login, console, name, password)
+def _start_session(console: Console, client: str, name: str, key_id: str, key: Ed25519PrivateKey,
+                   token: str) -> None:
+    console.store.clear_sign_ins(client, name)
+    nonce, sealed = seal_for_session(key, token, principal=name, key_id=key_id)
+    created = utcnow()
+    expires = created + timedelta(hours=console.session_hours)
+    digest = token_sha256(token)
+    console.store.create_console_session(digest, name, key_id, nonce, sealed, created, expires,
+                                         console.mac.sign(digest, name, key_id, created, expires))
 
 
 def _authenticate(console: Console, token: str) -> Principal | None:
-    found = console.store.console_principal(token_sha256(token))
+    digest = token_sha256(token)
+    found = console.store.console_principal(digest)
     if found is None:
         return None
-    name, key_id, roles = found
-    return Principal(name, roles, key_id, token)
+    if not console.mac.check(found.mac, digest, found.principal, found.key_id, found.created_at, found.expires_at):
+        if console.mac.other_key(found.mac):
+            log.warning("refused a session signed under another console's key: give every console process the "
+                        "same %s, or the same $LONGRUN_HOME/%s", SECRET_VARIABLE, KEY_FILE)
+        else:
+            log.warning("refused a session of %s without a valid MAC (written outside the console, changed, "
+                        "or from before migration 0007)", found.principal)
+        return None
+    return Principal(found.principal, found.roles, found.key_id, token)
 
 
 async def current(request: Request) -> Principal:
@@ -190,4 +195,5 @@ def signer(console: Console, principal: Principal) -> Signer:
     return Signer(principal=principal.name, key=key)
 
 
-__all__ = ["COOKIE", "CSRF_HEADER", "Me", "Principal", "check_csrf", "current", "login", "logout", "signer"]
+__all__ = ["COOKIE", "CSRF_HEADER", "Me", "Principal", "check_csrf", "client_address", "current", "login", "logout",
+           "signer"]

@@ -9,9 +9,11 @@ class ConsoleError(Exception):
 
     status = 400
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.retry_after = retry_after
+        """Seconds, sent as `Retry-After` (429 and 503)."""
         if status is not None:
             self.status = status
 
@@ -34,8 +36,14 @@ class Conflict(ConsoleError):
     status = 409
 
 
+class TooManyRequests(ConsoleError):
+    """Throttled (sign-in attempts, or too many sign-ins waiting): the message says how long to wait."""
+
+    status = 429
+
+
 class Unavailable(ConsoleError):
     status = 503
 
 
-__all__ = ["Conflict", "ConsoleError", "Forbidden", "NotFound", "Unauthenticated", "Unavailable"]
+__all__ = ["Conflict", "ConsoleError", "Forbidden", "NotFound", "TooManyRequests", "Unauthenticated", "Unavailable"]

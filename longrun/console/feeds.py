@@ -9,6 +9,12 @@ browsers on one run cost one query per interval, not 200.
 No event is dropped: a subscriber first reads the backlog after the id it already has (the SSE
 `Last-Event-ID` on a reconnect), then takes the queue, skipping what the backlog covered. Queues
 are unbounded; a subscriber that goes away is removed, and a feed with no subscribers stops.
+
+The poller's cursor belongs to the feed, never to a subscriber: it starts at the run's highest
+sequence number as the database has it (read after the first queue is registered and before its
+backlog is read, so nothing falls between the two), and moves only past rows it read. What a
+client sends as `Last-Event-ID` moves only its own cursor, clamped to that same head: a made-up
+999999999 cannot silence the other viewers of the run.
 """
 
 from __future__ import annotations
@@ -52,9 +58,8 @@ class Feeds:
 
     async def _poll(self, feed: _Feed) -> None:
         while feed.queues:
-            if feed.last is None:
-                await asyncio.sleep(self.interval / 4)
-                continue
+            if feed.last is None:  # (set before the task starts)
+                break
             try:
                 rows = await asyncio.to_thread(self.store.audit_page, feed.run_id, after_seq=feed.last, limit=PAGE)
             except Exception:  # the database blinked: try again next interval
@@ -81,10 +86,12 @@ class Feeds:
         feed = self._feeds.setdefault(run_id, _Feed(run_id))
         queue: asyncio.Queue[AuditRecord] = asyncio.Queue()
         feed.queues.add(queue)
-        if feed.task is None or feed.task.done():
-            feed.task = asyncio.create_task(self._poll(feed))
-        sent = after
         try:
+            head = await asyncio.to_thread(self.store.audit_head_seq, run_id)
+            if feed.task is None or feed.task.done():
+                feed.last = head
+                feed.task = asyncio.create_task(self._poll(feed))
+            sent = min(after, head)
             while True:
                 rows = await asyncio.to_thread(self.store.audit_page, run_id, after_seq=sent, limit=PAGE)
                 batch, ended = self._batch(feed, rows, sent, stop)
@@ -95,8 +102,6 @@ class Feeds:
                     return
                 if len(rows) < PAGE:
                     break
-            if feed.last is None:
-                feed.last = sent
             while True:
                 ready = [await queue.get()]
                 while not queue.empty():

@@ -19,7 +19,7 @@ from fastapi.templating import Jinja2Templates
 
 from longrun.console import views
 from longrun.console.api import audit_view, console_of
-from longrun.console.auth import Me, Principal, check_csrf, check_origin, login, logout
+from longrun.console.auth import Me, Principal, check_csrf, check_origin, client_address, login, logout
 from longrun.console.context import Console
 from longrun.console.errors import ConsoleError, NotFound
 from longrun.console.session_cookie import clear_cookie, set_cookie
@@ -55,10 +55,12 @@ async def login_form(request: Request, name: str = Form(...), password: str = Fo
     c = console_of(request)
     try:
         check_origin(request)
-        token, _ = await login(c, name, password)
+        token, _ = await login(c, name, password, client_address(request))
     except ConsoleError as exc:
         refused = page(request, "login.html", None, next=_safe_next(next), error=exc.message, name=name)
         refused.status_code = exc.status
+        if exc.retry_after is not None:
+            refused.headers["Retry-After"] = str(exc.retry_after)
         return refused
     response = RedirectResponse(_safe_next(next), status_code=303)
     set_cookie(response, c, token, request)

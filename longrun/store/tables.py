@@ -341,6 +341,23 @@ class ConsoleSessionRow(Base):
     created_at: Mapped[datetime] = _now_col()
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    mac: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    """HMAC-SHA256 under the console's own key (migration 0007, `longrun.console.session_mac`): a row
+    without a valid one (written with the app role, or before 0007) signs no one in."""
+
+
+class ConsoleSignInRow(Base):
+    """One sign-in attempt, recorded before its password is tried (migration 0007): the console's
+    throttle counts these per (client address, name), per address and in all, across processes.
+    A successful sign-in deletes its own (address, name) rows."""
+
+    __tablename__ = "console_sign_ins"
+
+    attempt_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    client: Mapped[str] = mapped_column(String(64), nullable=False, index=True)
+    principal: Mapped[str] = mapped_column(String(100), nullable=False)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=text("now()"),
+                                         index=True)
 
 
 def core_table(row: type[Base]) -> Table:
@@ -361,6 +378,7 @@ __all__ = [
     "CallEditRow",
     "ConsoleKeyRow",
     "ConsoleSessionRow",
+    "ConsoleSignInRow",
     "CredentialRow",
     "InstructionRow",
     "PrincipalRow",

@@ -24,7 +24,7 @@ def add_console_users(cli: Cli) -> None:
     for name, password in PASSWORDS.items():
         roles = [a for r in ROLES[name] for a in ("--role", r)]
         done = subprocess.run([LONGRUN, "approvers", "add", name, "--console", "--password-stdin", *roles],
-                              input=password + "\n", env=cli.env, capture_output=True, text=True, timeout=60)
+                              input=password + "\n", env=cli.env, capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stderr
         assert password not in done.stdout + done.stderr
 
@@ -57,7 +57,7 @@ def serve(cli: Cli) -> Iterator[Console]:
     proc = subprocess.Popen([LONGRUN, "serve", "--port", str(port)], env=cli.env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # imports alone can take 30 s on a loaded machine
         while True:
             try:
                 if httpx.get(url + "/healthz", timeout=1).status_code == 200:
@@ -65,7 +65,7 @@ def serve(cli: Cli) -> Iterator[Console]:
             except httpx.HTTPError:
                 pass
             assert proc.poll() is None, (cli.home / f"console-{port}.log").read_text()
-            assert time.monotonic() < deadline, "longrun serve did not answer /healthz within 30 s"
+            assert time.monotonic() < deadline, "longrun serve did not answer /healthz within 120 s"
             time.sleep(0.2)
         console = Console(url, proc)
         try:

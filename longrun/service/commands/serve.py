@@ -3,11 +3,16 @@
 It uses the CLI's settings: the database URL (the app role's is enough) and the Temporal address
 from the environment or `$LONGRUN_HOME/stack.json`. People sign in with a console password that
 `longrun approvers add NAME --console` sets (docs/API.md).
+
+Session rows are signed with the console's own key (`longrun.console.session_mac`):
+`LONGRUN_CONSOLE_SECRET`, else `$LONGRUN_HOME/console-session.key`, made here on first start. Every
+console process serving the same people needs the same one; no worker may read it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from longrun.service.commands.common import EXIT_OK, CliError, open_store_only, say, settings
@@ -35,6 +40,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from longrun.console import Console, create_app
+    from longrun.console.session_mac import KEY_FILE, SECRET_VARIABLE
 
     if not 0 < args.port < 65536:
         raise CliError("--port must be between 1 and 65535", code=2)
@@ -46,8 +52,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server = uvicorn.Server(config)
     say(f"longrun console on http://{args.host}:{args.port} (sign in with a console password: "
         "`longrun approvers add NAME --console`); Ctrl-C stops it")
+    say(f"sessions are signed with {SECRET_VARIABLE}" if os.environ.get(SECRET_VARIABLE) else
+        f"sessions are signed with {console.settings.home / KEY_FILE} (every console process needs the same key)")
     try:
         server.run()
     finally:
+        console.derivations.close()
         store.engine.dispose()
     return EXIT_OK
