@@ -202,15 +202,16 @@ def compact(
                 freed["summarize"] = now - total()
                 store = trial
 
-    # Stage 3: hard limit. The oldest whole turns go (their results join the index); when even the
-    # summary and the open tool cycle do not fit, the oldest index lines go, counted.
+    # Stage 3: hard limit. The oldest whole turns go (their results join the index and their facts
+    # the store); when even the summary and the open tool cycle do not fit, the oldest index lines,
+    # the least informative facts, the oldest quoted messages and the body go, counted.
     if total() > limit_est:
         stages.append("enforce")
         now = total()
         last = open_cycle_start(view)
         suffix_last = sum(ests[last:])
         before_summary = summary
-        summary = layout.fit(summary, fixed + _summary_cost(summary) + suffix_last - limit_est, users)
+        summary, users, quotes_cut = layout.fit_all(summary, fixed + _summary_cost(summary) + suffix_last - limit_est, users)
         room = limit_est - fixed - _summary_cost(summary)
         c = choose_cut(view, ests, room, min(tail_floor(view, policy.min_tail_turns), last))
         if c is None:
@@ -225,7 +226,9 @@ def compact(
             view, ests, seqs = view[c:], ests[c:], seqs[c:]
             report.dropped_messages = c
             changed = True
-            summary = layout.fit(summary, total() - limit_est, users)
+            summary, users, more_cut = layout.fit_all(summary, total() - limit_est, users)
+            quotes_cut += more_cut
+        report.quotes_cut = quotes_cut
         freed["enforce"] = max(0, now - total())
 
     after = total()

@@ -76,6 +76,8 @@ class CompactionReport(BaseModel):
     tail_tokens: int = 0
     cleared_results: int = 0
     dropped_messages: int = 0
+    quotes_cut: int = 0
+    """Quoted human messages stage 3 left out to fit the hard limit (their facts stay in the store)."""
     base_state_version: int = 0
     budget: int = 0
     duration_ms: float = 0.0
