@@ -332,15 +332,16 @@ def _summarize(
     hidden_notes = shown_notes(list(state.notes), notes_tokens)[0]
     store.extend(extract.units_after(store, items, seqs[cut - 1], state, hidden_notes))
 
-    # The human's messages: those with an instruction the ledger cannot carry whole first, then the
-    # ledger (a selection from every current fact, by priority class), then, in the room left, the
-    # other messages whose facts the ledger does not show. A message whose value a later line
-    # replaced is not quoted (it would read as current); one the ledger carries whole is left to it.
+    # The human's messages: those with an instruction or facts the ledger cannot carry whole first,
+    # then the ledger (a selection from every current fact, by priority class), then, in the room
+    # left, the messages without a fact (context, chatter) whose lines the ledger does not show. A
+    # message all of whose lines later ones replaced is not quoted (it would read as current); one
+    # the ledger carries whole is left to it.
     offered = [t for t in dict.fromkeys(prev.users + user_texts(replaced))
                if not humans.is_opening(t, state) and humans.quotable(t)]
     stale = store.replaced_values("user")
-    offered = [t for t in offered if not stale & set(_unit_texts(t))]
-    first = humans.cap([t for t in offered if humans.instructs(t)], user_cap)
+    offered = [t for t in offered if not (stale and set(_unit_texts(t)) <= stale)]
+    first = humans.cap([t for t in offered if humans.instructs(t) or humans.states_facts(t)], user_cap)
     shown = {u for t in first for u in _unit_texts(t)}
     entries = [e for e in store.entries() if not e.unit.quoted and not (e.unit.source == "user" and e.unit.text in shown)]
     free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - humans.cost(first)

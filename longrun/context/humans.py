@@ -72,6 +72,11 @@ def carried(text: str) -> bool:
     return bool(units) and all(u.is_fact for u in units)
 
 
+def states_facts(text: str) -> bool:
+    """The message has a line the ledger would keep (a fact unit)."""
+    return any(facts.analyse(t, "user").is_fact for t in facts.split_units(text))
+
+
 def quotable(text: str) -> bool:
     """A human message worth quoting at all: not one the ledger carries whole, and not one that
     says of itself that it is unrelated, obsolete or to be ignored (counted, never quoted)."""
