@@ -187,23 +187,26 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     values), names (paths, identifiers, acronyms) and content words, its cues and its kind. A
     type label leading the line ("SAFETY RULE:", "Critical:") decides the kind but is not part of
     what the line is about (`kinds.strip_label`); the text stays verbatim."""
+    return Unit(text=text, source=source, where=where, order=order, **_cues(text, source))
+
+
+@lru_cache(maxsize=65_536)
+def _cues(text: str, source: str) -> dict[str, Any]:
+    """`analyse`'s fields that depend on the text and its source alone, cached: every compaction
+    of a run reads its store's current rows again (the dict is copied into each Unit's fields,
+    whose values are immutable)."""
     label, body = kinds.strip_label(text)
     values, names, words, relation, status, correction = _analysis(body)
-    kind: str = _kind(body, label, relation, status) if source != "tool" else ("status" if status else "value")
+    kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
+        "status" if status else "value")
     correction = correction or bool(CORRECTION.search(text[: len(text) - len(body)]))
     if not correction and kind not in ("rule", "preference") and NOT_CUE.search(body):
         correction = True
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
-    return Unit(text=text, source=source, where=where, order=order, values=values, names=names, words=words,
-                kind=kind, rejected=kind == "decision" and kinds.rejects(body), labelled=bool(label),
-                typed=bool(label) and source != "tool" and kinds.typed(text),
-                relation=relation, status=status,
-                correction=correction, instruction=instruction)
-
-
-@lru_cache(maxsize=65_536)
-def _kind(body: str, label: str, relation: bool, status: bool) -> str:
-    return kinds.classify(body, relation=relation, status=status, label=label)
+    return {"values": values, "names": names, "words": words, "kind": kind,
+            "rejected": kind == "decision" and kinds.rejects(body), "labelled": bool(label),
+            "typed": bool(label) and source != "tool" and kinds.typed(text), "relation": relation, "status": status,
+            "correction": correction, "instruction": instruction}
 
 
 @lru_cache(maxsize=65_536)
@@ -320,7 +323,12 @@ def subjects(u: Unit) -> frozenset[str]:
 
 
 def _subjects(u: Unit) -> frozenset[str]:
-    return frozenset(n for n in u.names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n
+    return _subjects_of(u.names)
+
+
+@lru_cache(maxsize=65_536)
+def _subjects_of(names: frozenset[str]) -> frozenset[str]:
+    return frozenset(n for n in names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n
                      and not attribute_key(n))
 
 
