@@ -126,3 +126,9 @@ def test_a_message_that_says_it_is_unrelated_is_not_quoted() -> None:
     p = _compact(items, 2_000)
     assert noise not in (p.summary_users or [])
     assert "Please keep the changelog in English.\nAnd write it for users." in (p.summary_users or [])
+
+
+def test_an_identifier_leading_a_line_is_its_subject_not_a_label() -> None:
+    entries = ledger.fold([], units("FACT-13-DDMJ3F: the drift started at 06:33 UTC.",
+                                    "FACT-14-K2P9QX: the drift started at 07:10 UTC."))
+    assert len(entries) == 2, "two identifiers, two facts: neither replaces the other"

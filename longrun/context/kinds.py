@@ -30,13 +30,14 @@ _TITLE_LABELS = (
     "correction", "new constraint", "key fact", "context",
 )
 LABEL = re.compile(
-    r"^\s*(?:[-*]\s+)?(?:\*\*)?(?:(?P<caps>[A-Z][A-Z0-9]+(?:[ /&-][A-Z0-9]+){0,3})"
+    r"^\s*(?:[-*]\s+)?(?:\*\*)?(?:(?P<caps>[A-Z]{2,}(?:[ /&][A-Z]{2,}){0,3})"
     r"|(?P<title>(?i:" + "|".join(re.escape(t) for t in sorted(_TITLE_LABELS, key=len, reverse=True)) + r")))"
     r"(?:\*\*)?\s*:(?:\*\*)?\s+(?=\S)"
 )
-"""A type label leading a line: an ALL-CAPS label ("SAFETY RULE:", "FACT:", "GOAL STATE:") or a
-known Title one ("Critical:", "Quick update:", "Note:"), before the text it labels. Title labels are
-a closed list: "Owner: @alice" or "Port: 8443" is a key and its value, not a label."""
+"""A type label leading a line: an ALL-CAPS label of words ("SAFETY RULE:", "FACT:", "GOAL
+STATE:") or a known Title one ("Critical:", "Quick update:", "Note:"), before the text it labels.
+Title labels are a closed list: "Owner: @alice" or "Port: 8443" is a key and its value, not a
+label; an identifier ("FACT-13-DDMJ3F:", "T-14:", "BILLING_PORT:") is the subject, not a label."""
 
 _LABEL_KIND = {
     "rule": ("safety rule", "hard constraint", "constraint", "rule", "red line", "policy", "requirement", "critical",
