@@ -10,7 +10,9 @@ The adapter's choices, each so that what is measured is longrun as a user meets 
 - re-compaction (`run_conformance`'s round k+1) re-compacts the projection round k's text was
   rendered from, as `longrun compact-now` does, instead of reading longrun's own summary back as a
   human's message;
-- the budget is tokens: 25% of the transcript, never under `ContextPolicy`'s floor of 1,000.
+- the budget is tokens: 25% of the transcript, never under `ContextPolicy`'s floor of 1,000;
+- the run's fact store is kept between compactions as its table would keep it (the rows each
+  applied compaction returns), and passed to the next one.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from longrun.context import (
 from longrun.context.state_block import notes_budget
 from longrun.errors import ContextOverflow
 from longrun.models.blocks import Message, TextBlock
-from longrun.models.context import Projection, TranscriptItem, Trigger
+from longrun.models.context import FactRow, Projection, TranscriptItem, Trigger
 from longrun.models.provider import ModelRequest
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState
@@ -162,26 +164,27 @@ class LongrunCompactor:
         self.objective, self.budget = objective, budget
         self.state = state_of(objective)
         self.crashes = 0
-        self._made: dict[str, tuple[list[TranscriptItem], Projection]] = {}
+        self._made: dict[str, tuple[list[TranscriptItem], Projection, list[FactRow]]] = {}
 
     def compact(self, turns: list[Turn], round_num: int = 1, budget_chars: int | None = None) -> CompactedContext:
         policy, window = offline_policy(self.budget)
         calibration = Calibration()
         mine = next((self._made[t.text] for t in turns if t.role == "system" and t.text in self._made), None)
+        rows: list[FactRow] = []
         if mine is not None and len(turns) == 1:
-            items, previous = mine
+            items, previous, rows = mine
             trigger: Trigger = "operator"
         else:
             items = [TranscriptItem(seq=i + 1, message=m) for i, m in enumerate(to_messages(turns, self.objective))]
             previous, trigger = None, "offline"
         try:
             projection = compact(items, previous=previous, state=self.state, policy=policy, window=window,
-                                 trigger=trigger, calibration=calibration, force=trigger == "operator")
+                                 trigger=trigger, calibration=calibration, force=trigger == "operator", facts=rows)
             text = as_text(send(projection, items, self.state, policy, window, calibration).messages)
         except ContextOverflow:
             self.crashes += 1
             return CompactedContext(text="", compactor_name=self.name, round_num=round_num)
-        self._made[text] = (items, projection)
+        self._made[text] = (items, projection, rows + projection.new_facts)
         return CompactedContext(text=text, compactor_name=self.name, round_num=round_num)
 
 
@@ -272,6 +275,7 @@ def fold_longrun(ks: KitSession, budget: int, policy_of: PolicyOf = None, trace:
     calibration = Calibration()
     items: list[TranscriptItem] = []
     previous: Projection | None = None
+    rows: list[FactRow] = []  # the run's fact store, as its table would hold it
     last_compaction: int | None = None
     budget_chars = int(len(ks.session.full_text()) * SHARE)
     trace = trace if trace is not None else FoldTrace()
@@ -290,9 +294,10 @@ def fold_longrun(ks: KitSession, budget: int, policy_of: PolicyOf = None, trace:
         try:
             if trigger is not None:
                 projection = compact(items, previous=previous, state=state, policy=policy, window=window,
-                                     trigger=trigger, calibration=calibration)
+                                     trigger=trigger, calibration=calibration, facts=rows)
                 if projection.report.outcome != "noop":
                     previous, last_compaction = projection, turn
+                    rows = rows + projection.new_facts
             sent = send(previous, items, state, policy, window, calibration)
             text, tokens = as_text(sent.messages), estimate_request(sent)
         except ContextOverflow:

@@ -394,6 +394,7 @@ class Driver:
         self.items: list[TranscriptItem] = []
         self.state = TaskState(run_id="bench-synthetic", state_version=1, objective=OBJECTIVE)
         self.projection: Projection | None = None
+        self.facts: list[Any] = []  # the run's fact store, as its table would hold it (issue 25)
         self.calibration = Calibration()
         self.last_compaction_turn: int | None = None
         self.artifacts: dict[str, str] = {}
@@ -482,11 +483,12 @@ class Driver:
             t = time.process_time()
             p = compact(self.items, previous=self.projection, state=self.state, policy=self.policy, window=self.window,
                         trigger=trigger, calibration=self.calibration, summarizer=ExtractiveSummarizer(),
-                        system=SYSTEM_PROMPT, tools=self.tools)
+                        system=SYSTEM_PROMPT, tools=self.tools, facts=self.facts)
             self.r.whole.add(time.process_time() - t, p.report.tokens_before_estimated)
         if p.report.outcome == "noop":
             return
         self.projection = p
+        self.facts = self.facts + p.new_facts
         self.r.compactions += 1
         self.last_compaction_turn = turn
 

@@ -109,3 +109,16 @@ def test_late_tool_results_are_moved_next_to_their_use() -> None:
     fixed, moved = normalize_pairs([Message.from_wire(m) for m in wire])
     assert moved == 1
     assert [[getattr(b, "tool_use_id", None) for b in m.content] for m in fixed if m.role == "user"] == [["b", "a"], ["c"]]
+
+
+def test_without_state_no_objective_is_taken_from_the_first_user_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25, cause 6: the first user text may be a plan later rejected; rendered as the
+    authoritative objective of the state block, it overrode what the conversation decided."""
+    t = tmp_path / "t.jsonl"
+    write_transcript(t, 12)
+    code, out, err = cli([str(t), "--budget", "20000", "--json"], capsys)
+    assert code == 0, err
+    state_block = json.loads(out)["messages"][-1]["content"][-1]["text"]
+    objective = json.loads(state_block[state_block.index("{"):state_block.rindex("}") + 1])["objective"]
+    assert "Fix the flaky test" not in objective
+    assert objective == compact_cmd.NO_OBJECTIVE

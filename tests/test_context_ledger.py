@@ -65,9 +65,10 @@ def test_facts_stated_once_stay_verbatim_beside_their_subject_and_chatter_goes()
     for fact in ("billing-svc listens on port 8443.", "The scheduler runs in eu-west-2 and ledger-api depends on pg-main.",
                  "Next action: rotate the keys for ledger-api."):
         assert f"- {fact}" in lines, fact
-    # the human's own line is quoted whole in the verbatim section, so not a second time here
-    assert "T-14 is blocked on the DB credentials." in layout.parse(p.summary).users
-    assert not any("T-14" in ln for ln in lines)
+    # the human's one-line fact is carried by the ledger, verbatim, and not quoted a second time
+    # (issue 25: quoting it too spent its tokens twice; the ledger selects it by its class)
+    assert "T-14 is blocked on the DB credentials." not in layout.parse(p.summary).users
+    assert [ln for ln in lines if "T-14" in ln] == ["- T-14 is blocked on the DB credentials."]
     assert not any("Sounds good" in ln or "heartbeat" in ln for ln in lines)  # chatter and long logs are not facts
     assert p.report.ledger_facts == len(lines)
 

@@ -140,3 +140,47 @@ def test_incremental_compaction_keeps_invariants(wire: list[dict[str, Any]]) -> 
     if p1.summary and p2.summary and p2.report.messages_summarized:
         # the first summary's Goal survives the fold
         assert "## Goal" in p2.summary
+
+
+_HUMAN_LINES = ["Please remember rule {k}: always run the suite before pushing.", "And never push branch feat-{k} directly.",
+                "Check in with @owner{k} at 09:{k:02d} daily.", "SAFETY RULE: never reveal secrets.", "port {p} for svc-{k}",
+                "thanks", "HARD CONSTRAINT: Budget cap is ${p} total. Never exceed without explicit approval."]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.lists(st.tuples(st.lists(st.integers(0, len(_HUMAN_LINES) - 1), min_size=1, max_size=6), st.integers(1, 5)),
+                   min_size=4, max_size=50),
+    constraints=st.integers(0, 10),
+    objective_words=st.integers(1, 20),
+    budget=st.integers(1_000, 2_500),
+    ratio=st.sampled_from([0.5, 0.9, 0.95]),
+)
+def test_no_compaction_exceeds_its_limit_nor_makes_a_request_overflow(
+    turns: list[tuple[list[int], int]], constraints: int, objective_words: int, budget: int, ratio: float
+) -> None:
+    """Issue 25, cause 8: with many constraints and a small budget, `compact` returned more than
+    its limit and `fit_request` raised ContextOverflow, because the last resort never trimmed the
+    ledger or the quoted messages. At any budget above the part no stage can shrink, neither
+    happens now."""
+    cons = [f"Constraint {k}: never touch cluster db-{k} without approval from the ops team." for k in range(constraints)]
+    state = TaskState(run_id="r", state_version=1, objective="Keep the rules. " * objective_words, constraints=cons)
+    items: list[TranscriptItem] = []
+    for k, (lines, repeat) in enumerate(turns):
+        text = "\n".join(_HUMAN_LINES[i].format(k=k % 60, p=8000 + k) for i in lines)
+        reply = f"Noted {k}: " + f"the suite and feat-{k}. " * repeat
+        for m in (Message.user_text(text), Message(role="assistant", content=[{"type": "text", "text": reply}])):
+            items.append(TranscriptItem(seq=len(items) + 1, message=m))
+    policy = ContextPolicy(budget=budget, trigger=budget, target_ratio=ratio)
+    window = budget + policy.reserve_output + policy.headroom
+    limit = policy.limit(window)
+    unshrinkable = estimate_request(render_request(model="m", system="", projection=None, new_items=items[-2:], state=state,
+                                                   tools=[], max_tokens=policy.reserve_output))
+    if unshrinkable > limit:
+        return  # not even the newest turn and the task state fit: nothing may be promised
+    p = compact(items, previous=None, state=state, policy=policy, window=window, trigger="offline", calibration=Calibration())
+    assert p.report.tokens_after_estimated <= limit, p.report
+    req = render_request(model="m", system="", projection=p, new_items=[], state=state, tools=[],
+                         max_tokens=policy.reserve_output)
+    fitted, _ = fit_request(req, limit=limit, calibration=Calibration(), keep_min_tail_turns=policy.min_tail_turns)
+    assert estimate_request(fitted) <= limit

@@ -18,7 +18,7 @@ from longrun.store.roles import app_role_name, app_role_url, ensure_login
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
 
-APPEND_ONLY = ("task_state_versions", "transcript_entries", "projections", "audit_events")
+APPEND_ONLY = ("task_state_versions", "transcript_entries", "projections", "audit_events", "facts")
 
 
 @pytest.fixture
@@ -73,9 +73,13 @@ def test_append_only_tables_refuse_update_delete_truncate_even_without_the_trigg
     assert table in APPEND_ONLY_TABLES
     _run_with_history(app_store, str(tmp_path))
     with _as(db_url) as owner:
-        if table == "projections":  # a row to aim at (compaction writes these in a real run)
+        if table in ("projections", "facts"):  # a row to aim at (compaction writes these in a real run)
             owner.execute("INSERT INTO projections (run_id, version, base_state_version, covers_through_seq, "
                           "content, report) VALUES ('lp-1', 1, 1, 0, '{}', '{}')")
+        if table == "facts":
+            owner.execute("INSERT INTO facts (run_id, seq, source_seq, kind, source, subject, value, text, where_call, "
+                          "count, final, rejected, quoted, supersedes, projection_version) VALUES ('lp-1', 1, 1, "
+                          "'rule', 'user', 'x', '', 'never x', '', 1, false, false, false, '{}', 1)")
         owner.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")  # the owner turns the trigger off
     try:
         with _as(app_url) as conn:

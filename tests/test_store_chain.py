@@ -12,6 +12,7 @@ from sqlalchemy import text
 from longrun.errors import AppendOnlyViolation, ChainBroken
 from longrun.models import CompactionReport, Message, Projection, RunSpec, Usage
 from longrun.models.audit import ToolRan
+from longrun.models.context import FactRow
 from longrun.store import APPEND_ONLY_TABLES, Store
 
 NUMBER_COLUMN = {"task_state_versions": "version", "transcript_entries": "seq", "audit_events": "seq",
@@ -20,8 +21,8 @@ NUMBER_COLUMN = {"task_state_versions": "version", "transcript_entries": "seq", 
 
 @pytest.fixture
 def history(store: Store) -> Iterator[Store]:
-    """A run with 4 state versions, 4 transcript entries, 4 audit events, 1 projection, 1 queued
-    instruction and 1 artifact it stored (a row in every append-only table)."""
+    """A run with 4 state versions, 4 transcript entries, 4 audit events, 1 projection and the
+    fact it added, 1 queued instruction and 1 artifact it stored (a row in every append-only table)."""
     store.create_run("r", RunSpec(objective="audit me", constraints=["no network"], workspace="/tmp/ws"))
     for i in range(3):
         store.update_state("r", i + 1, lambda s, i=i: s.notes.append(f"note {i}"), actor="agent", reason=f"step {i}")
@@ -33,7 +34,9 @@ def history(store: Store) -> Iterator[Store]:
     store.save_projection(
         "r",
         Projection(version=1, base_state_version=4, covers_through_seq=2, summary="s", messages=[],
-                   report=CompactionReport(trigger="threshold")),
+                   report=CompactionReport(trigger="threshold"),
+                   new_facts=[FactRow(seq=1, source_seq=1, kind="rule", source="user", subject="message",
+                                      text="never touch message 0")]),
         expected_state_version=4,
     )
     store.queue_instruction("r", "keep the public API", as_constraint=True)

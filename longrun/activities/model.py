@@ -193,7 +193,10 @@ class ModelActivities(ActivityBase):
         written and the run goes on with its previous projection (every request is still fitted
         under the hard limit when it is sent). The store's failures (a database that is down)
         raise, so Temporal retries the activity; once its retries are spent the workflow audits
-        the failure and goes on (`AgentRunWorkflow._compact`)."""
+        the failure and goes on (`AgentRunWorkflow._compact`).
+
+        The run's fact store is read here and passed to `compact` as data; the rows it adds are
+        saved with the projection, in one transaction (`Store.save_projection`)."""
         run_id = inp.run_id
         started = time.perf_counter()
         spec = self.spec(run_id)
@@ -236,6 +239,7 @@ class ModelActivities(ActivityBase):
                     system=SYSTEM_PROMPT,
                     tools=tools,
                     force=inp.trigger in ("overflow", "operator"),
+                    facts=self.store.facts(run_id),
                 )
         except Exception as exc:  # a bug in the pipeline must not end the run
             log.exception("compaction of run %s failed inside the pipeline", run_id)

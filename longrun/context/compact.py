@@ -12,8 +12,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from longrun.context import humans, index, layout, ledger
+from longrun.context import extract, humans, index, layout, ledger
+from longrun.context import facts as facts_mod
 from longrun.context.enforce import choose_cut, tail_floor
+from longrun.context.factstore import FactStore
 from longrun.context.layout import user_texts
 from longrun.context.microcompact import microcompact
 from longrun.context.render import summary_text
@@ -31,7 +33,7 @@ from longrun.context.tokens import (
 from longrun.context.transcript import cut_points, open_cycle_start, tool_uses_by_id
 from longrun.context.trim import trim_heavy
 from longrun.models.blocks import Message
-from longrun.models.context import CompactionReport, Projection, Stage, TranscriptItem, Trigger
+from longrun.models.context import CompactionReport, FactRow, Projection, Stage, TranscriptItem, Trigger
 from longrun.models.provider import ToolSpec
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState
@@ -98,6 +100,7 @@ def compact(
     system: str = "",
     tools: Sequence[ToolSpec] = (),
     force: bool = False,
+    facts: FactStore | Sequence[FactRow] | None = None,
 ) -> Projection:
     """The next projection of the transcript `items` (the whole transcript, seq-ordered).
 
@@ -107,10 +110,14 @@ def compact(
         force: run microcompact (every eligible result) and summarize even under the target
             (an operator asking for it, a provider overflow). A `stage_boundary` trigger runs
             microcompact on every eligible result, and summarizes only over the target.
+        facts: the run's fact store (`factstore`), as data; never modified. None or empty: the
+            facts of every entry up to what this compaction summarizes are read from `items`
+            (offline, and the first compaction of a run written before the store).
 
     Returns:
         The projection with version previous.version + 1 (or 1), based on state.state_version,
-        covering through the last item; its report says what was done and why.
+        covering through the last item; its report says what was done and why; its `new_facts`
+        are the rows to add to the store with it.
     """
     t0 = time.perf_counter()
     ordered = sorted(items, key=lambda it: it.seq)
@@ -118,6 +125,9 @@ def compact(
     view: list[Message] = list(previous.messages) if previous is not None else []
     view.extend(it.message for it in ordered if it.seq > cover_prev)
     original = list(view)
+    seqs = extract.view_seqs(ordered, cover_prev, len(previous.messages) if previous is not None else 0)
+    store = FactStore(facts.rows if isinstance(facts, FactStore) else (facts or ()))
+    known_rows = len(store.rows)
     summary = previous.summary if previous is not None else None
     users = previous.summary_users if previous is not None else None  # the quoted human messages, as data
     covers = max(cover_prev, ordered[-1].seq if ordered else 0)
@@ -169,18 +179,19 @@ def compact(
     # Stage 2: summarize, only when the cheap stages did not reach the target.
     if total() > target_est or force:
         now = total()
-        kept = (view, ests, summary, users, report.model_copy())
+        kept = (view, ests, summary, users, report.model_copy(), seqs)
         kept_original = list(original)
+        trial = FactStore(store.rows)
         done = _summarize(view, original, ests, summary, users, state=state, policy=policy, report=report,
                           summarizer=summarizer, fixed=fixed, target_est=target_est, limit_est=limit_est,
-                          notes_tokens=notes_tokens)
+                          notes_tokens=notes_tokens, store=trial, items=ordered, seqs=seqs)
         if done is not None:
             summary, cut, users = done
-            view, ests, original = view[cut:], ests[cut:], original[cut:]
+            view, ests, original, seqs = view[cut:], ests[cut:], original[cut:], seqs[cut:]
             if now - total() < min(policy.clear_at_least, (now - target_est) // 2) or total() >= now:
                 # a summary that frees less than half the way to the target (or clear_at_least)
                 # only costs a cache rewrite and blocks the next compaction: undo it
-                view, ests, summary, users, undone = kept
+                view, ests, summary, users, undone, seqs = kept
                 original = list(kept_original)
                 for name in ("messages_summarized", "summary_tokens", "summary_source", "summary_rejected_reason",
                              "ledger_facts", "ledger_left_out"):
@@ -189,16 +200,18 @@ def compact(
                 stages.append("summarize")
                 changed = True
                 freed["summarize"] = now - total()
+                store = trial
 
-    # Stage 3: hard limit. The oldest whole turns go (their results join the index); when even the
-    # summary and the open tool cycle do not fit, the oldest index lines go, counted.
+    # Stage 3: hard limit. The oldest whole turns go (their results join the index and their facts
+    # the store); when even the summary and the open tool cycle do not fit, the oldest index lines,
+    # the least informative facts, the oldest quoted messages and the body go, counted.
     if total() > limit_est:
         stages.append("enforce")
         now = total()
         last = open_cycle_start(view)
         suffix_last = sum(ests[last:])
         before_summary = summary
-        summary = layout.fit(summary, fixed + _summary_cost(summary) + suffix_last - limit_est, users)
+        summary, users, quotes_cut = layout.fit_all(summary, fixed + _summary_cost(summary) + suffix_last - limit_est, users)
         room = limit_est - fixed - _summary_cost(summary)
         c = choose_cut(view, ests, room, min(tail_floor(view, policy.min_tail_turns), last))
         if c is None:
@@ -208,11 +221,14 @@ def compact(
             c = max(i for i in range(last + 1) if ok[i])
         changed = changed or summary != before_summary
         if c:
-            summary = _index_dropped(summary, users, view[:c], original[:c], tool_uses_by_id(view[:c]))
-            view, ests = view[c:], ests[c:]
+            summary = _index_dropped(summary, users, view[:c], original[:c], tool_uses_by_id(view[:c]),
+                                     store, ordered, seqs[c - 1], state)
+            view, ests, seqs = view[c:], ests[c:], seqs[c:]
             report.dropped_messages = c
             changed = True
-            summary = layout.fit(summary, total() - limit_est, users)
+            summary, users, more_cut = layout.fit_all(summary, total() - limit_est, users)
+            quotes_cut += more_cut
+        report.quotes_cut = quotes_cut
         freed["enforce"] = max(0, now - total())
 
     after = total()
@@ -238,6 +254,7 @@ def compact(
         messages=view,
         report=report,
         summary_users=layout.parse(summary, users).users if summary else None,
+        new_facts=store.rows[known_rows:],
     )
 
 
@@ -256,6 +273,9 @@ def _summarize(
     target_est: int,
     limit_est: int,
     notes_tokens: int,
+    store: FactStore,
+    items: Sequence[TranscriptItem],
+    seqs: Sequence[int],
 ) -> tuple[str, int, list[str]] | None:
     """(new summary, cut) or None when there is nothing worth summarizing.
 
@@ -307,33 +327,43 @@ def _summarize(
 
     replaced = view[:cut]
     replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
-    offered = [t for t in prev.users + user_texts(replaced) if not humans.is_opening(t, state)]
-    users = humans.cap(list(dict.fromkeys(offered)), user_cap)
     lines = index.fold(prev.lines, index.entries(replaced))
     body_min = min(BODY_MIN, max_tokens // 2)
     hidden_notes = shown_notes(list(state.notes), notes_tokens)[0]
-    for _ in range(2):
-        kept_users = set(users)
-        gone_users = [t for t in prev.users if t not in kept_users]
-        units = ledger.note_units(hidden_notes, prev.facts)
-        units += ledger.units_of([Message.user_text(t) for t in gone_users], {})
-        units += ledger.units_of(original[:cut], hint_of, skip_users=kept_users)
-        units = [u for u in units if not humans.in_state(u.text, state)]
-        folded = ledger.fold(prev.facts, units)
-        free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - humans.cost(users)
-        shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
-        left_out, facts = ledger.select(folded, shared - body_min, prev.left_out)
-        # a quoted message whose value was replaced by a line the budget left out would read as
-        # current: quote it no more (its other facts go to the ledger) and fit again, once
-        kept = {id(e) for e in facts}
-        stale = set().union(*(e.replaced_quotes for e in folded if id(e) not in kept))
-        if not stale & set(users):
-            break
-        users = [t for t in users if t not in stale]
-    body_tokens = max(body_min, min(max_tokens, shared - ledger.cost(left_out, facts)))
+    store.extend(extract.units_after(store, items, seqs[cut - 1], state, hidden_notes))
+
+    # The human's messages: those with an instruction or facts the ledger cannot carry whole first,
+    # then the ledger (a selection from every current fact, by priority class), then, in the room
+    # left, the messages without a fact (context, chatter) whose lines the ledger does not show. A
+    # message all of whose lines later ones replaced is not quoted (it would read as current); one
+    # the ledger carries whole is left to it.
+    offered = [t for t in dict.fromkeys(prev.users + user_texts(replaced))
+               if not humans.is_opening(t, state) and humans.quotable(t)]
+    stale = store.replaced_values("user")
+    offered = [t for t in offered if not (stale and set(_unit_texts(t)) <= stale)]
+    first = humans.cap([t for t in offered if humans.instructs(t) or humans.states_facts(t)], user_cap)
+    shown = {u for t in first for u in _unit_texts(t)}
+    entries = [e for e in store.entries() if not e.unit.quoted and not (e.unit.source == "user" and e.unit.text in shown)]
+    free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - humans.cost(first)
+    shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
+    left_out, facts = ledger.select(entries, shared - body_min)
+    if left_out:  # the facts are short of room: the body yields its floor to them (the state block has the goal)
+        left_out, facts = ledger.select(entries, shared)
+    chosen = {e.unit.text for e in facts}
+    room = min(user_cap - humans.cost(first), shared - (0 if left_out else body_min) - ledger.cost(left_out, facts))
+    others = [t for t in offered if t not in first and not chosen & set(_unit_texts(t))]
+    more = humans.cap(others, max(0, room))
+    users = [t for t in offered if t in set(first) | set(more)]
+    body_tokens = min(max_tokens, shared - ledger.cost(left_out, facts) - humans.cost(more))
+    if body_tokens < body_min and not left_out:
+        body_tokens = body_min
 
     body: str | None = None
-    if summarizer is not None:
+    if body_tokens < BODY_SKIP:
+        # no room for a body that would say more than the state block does: none at all
+        body_tokens, summarizer = 0, None
+        report.summary_source = "none"
+    elif summarizer is not None:
         reason: str | None
         try:
             candidate = summarizer.summarize(replaced, prev.body, state, body_tokens)
@@ -347,7 +377,7 @@ def _summarize(
             report.summary_source = "extractive" if isinstance(summarizer, ExtractiveSummarizer) else "model"
         else:
             report.summary_rejected_reason = reason
-    if body is None:
+    if body is None and body_tokens:
         body = ExtractiveSummarizer(facts=False).summarize(replaced, prev.body, state, body_tokens)
         report.summary_source = "extractive"
     full = layout.SummaryParts(body, prev.cut, lines, users, left_out, facts).render()
@@ -360,23 +390,34 @@ def _summarize(
 
 BODY_FLOOR = 300
 """Tokens the summarizer's body is planned for when the tail is sized."""
-BODY_MIN = 150
-"""Tokens the body gets at least, whatever the ledger needs: the goal, the next step and the
-newest progress lines."""
+BODY_MIN = 60
+BODY_SKIP = 40
+"""Under this many tokens a body would be the objective cut short and the next step, both in the
+state block anyway: when the facts need the room, the summary has no body."""
+"""Tokens the body gets at least, whatever the ledger needs: the goal and the next step (the task
+state carries both whole). It was 150, which spent a tenth of a 1k budget on progress lines while
+the ledger left facts out (issue 25)."""
 
 
 def _index_dropped(summary: str | None, users: list[str] | None, dropped: list[Message], original: list[Message],
-                   uses: dict[str, Any]) -> str | None:
+                   uses: dict[str, Any], store: FactStore, items: Sequence[TranscriptItem], through: int,
+                   state: TaskState) -> str | None:
     """The summary with the results of messages stage 3 dropped added to its index, and their
-    facts to its ledger."""
+    facts to the store and its ledger."""
     new = index.entries(dropped, uses)
     hint_of = {k: f"{u.name} {index.input_hint(u.input)}" for k, u in uses.items()}
     units = ledger.units_of(original, hint_of)
+    store.extend(extract.units_after(store, items, through, state))
     if not new and not units:
         return summary
     parts = layout.parse(summary, users)
     parts.lines = index.fold(parts.lines, new)
     parts.facts = ledger.fold(parts.facts, units)
     return parts.render()
+
+
+def _unit_texts(text: str) -> list[str]:
+    """The fact store's unit texts of a human message (as `ledger.units_of` splits it)."""
+    return facts_mod.split_units(text)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from longrun.context.layout import fit as fit_index
+from longrun.context.layout import fit_all
 from longrun.context.render import OMITTED_NOTE, summary_text
 from longrun.context.summary import CLOSE_TAG, OPEN_TAG
 from longrun.context.tokens import (
@@ -92,11 +92,12 @@ def fit_request(request: ModelRequest, *, limit: int, calibration: Calibration, 
     if sum(kept_ests) > room:
         kept, kept_ests = _shrink(kept, kept_ests, room)
     if sum(kept_ests) > room and head:
-        # the very last resort: the oldest lines of the summary's results index, counted
+        # the very last resort: the summary's oldest index lines and least informative facts,
+        # counted, then its quoted messages and its body (`layout.fit_all`)
         inner = head[0].text[len(OPEN_TAG) + 1: -(len(CLOSE_TAG) + 1)]
-        fitted = fit_index(inner, sum(kept_ests) - room)
-        if fitted is not None and fitted != inner:
-            head = [TextBlock(text=summary_text(fitted))]
+        fitted = fit_all(inner, sum(kept_ests) - room)[0]
+        if fitted != inner:
+            head = [TextBlock(text=summary_text(fitted))] if fitted else []
             head_cost = estimate_message(Message.model_construct(role="user", content=[*head, note]))
             room = allowed - fixed - head_cost
     if sum(kept_ests) > room:

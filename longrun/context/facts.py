@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from longrun.context import kinds
+
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
 
@@ -74,10 +76,14 @@ INSTRUCTION = re.compile(
     re.I,
 )
 """A human's instruction (an imperative at the start of the line: "Never restart ...", "Please
-make sure ..."), which stays verbatim even when it names no value."""
+make sure ..."), which stays verbatim even when it names no value. A rule anywhere in the line
+(`kinds.RULE`: "SAFETY RULE: Never ...", "The code must never be shared") is one too."""
+NOT_CUE = re.compile(r"\bnot\b", re.I)
+"""'not' corrects ("45s, not 30s") except in a rule or a preference ("do not push", "Python, not
+JavaScript"), where it is the rule's own word, not a correction of other lines."""
 CORRECTION = re.compile(
     r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed? (?:from|to)|revised?|amended?|instead|rather than"
-    r"|no longer|not|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier I said|I said|I meant|make that"
+    r"|no longer|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier I said|I said|I meant|make that"
     r"|should be|supersed\w*|final(?:ly)?|was|were|wrong|previous(?:ly)?|formerly|used to be|replac\w+)\b",
     re.I,
 )
@@ -114,6 +120,15 @@ class Unit:
     values: frozenset[str] = field(default_factory=frozenset)
     names: frozenset[str] = field(default_factory=frozenset)
     words: frozenset[str] = field(default_factory=frozenset)
+    kind: str = "value"
+    """`kinds.Kind`: rule, decision, value, status or preference; decides its priority class."""
+    rejected: bool = False
+    """A decision that rejects an alternative."""
+    labelled: bool = False
+    """Led by a type label its author wrote ("FACT:", "Critical:"): a line typed as a record."""
+    typed: bool = False
+    """Led by an ALL-CAPS type label ("FACT:", "GOAL STATE:", "USER PREFERENCE:"): its author
+    marked it as a record to keep, which the selection honours before untyped lines."""
     relation: bool = False
     instruction: bool = False
     """An instruction ("never ...", "make sure ...", "do not ..."): kept even without a value."""
@@ -142,27 +157,56 @@ def split_units(text: str, prose: bool = True) -> list[str]:
     """`text` as candidate units: its non-empty lines, split into sentences (`prose`: always;
     otherwise only lines over MAX_UNIT_CHARS, since a tool's line is its own record), none over
     MAX_UNIT_CHARS (cut at a word, marked)."""
+    return list(_split_units(text, prose))
+
+
+@lru_cache(maxsize=16_384)
+def _split_units(text: str, prose: bool) -> tuple[str, ...]:
+    """`split_units`, cached: a compaction reads the same messages when it sizes its tail, when it
+    extracts them into the fact store and when it decides which human messages to quote."""
     out: list[str] = []
     for raw in text.splitlines():
         line = " ".join(raw.split())
         if not line or set(line) <= set("|-:+=*#_ `~"):
             continue
-        split = prose or len(line) > MAX_UNIT_CHARS
+        # a rule keeps its line whole: "Budget cap is $956 total. Never exceed without explicit
+        # approval." is one fact, and either half alone misleads; so does a labelled line ("GOAL
+        # STATE: ..."), whose label types every sentence after it
+        whole = len(line) <= MAX_UNIT_CHARS and bool(kinds.RULE.search(line) or kinds.LABEL.match(line))
+        split = (prose and not whole) or len(line) > MAX_UNIT_CHARS
         parts = [s for s in _SENTENCE_END.split(line) if s] if split else [line]
         for p in parts:
             if len(p) > MAX_UNIT_CHARS:
                 p = p[: p.rfind(" ", 0, MAX_UNIT_CHARS) if " " in p[:MAX_UNIT_CHARS] else MAX_UNIT_CHARS] + " …"
             out.append(p)
-    return out
+    return tuple(out)
 
 
 def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     """A unit with its values (numbers, quantities, versions, dates, hashes, addresses, quoted
-    values), names (paths, identifiers, acronyms) and content words, and its cues."""
-    values, names, words, relation, status, correction = _analysis(text)
-    return Unit(text=text, source=source, where=where, order=order, values=values, names=names, words=words,
-                relation=relation, status=status, correction=correction,
-                instruction=source in ("user", "note") and bool(INSTRUCTION.search(text)))
+    values), names (paths, identifiers, acronyms) and content words, its cues and its kind. A
+    type label leading the line ("SAFETY RULE:", "Critical:") decides the kind but is not part of
+    what the line is about (`kinds.strip_label`); the text stays verbatim."""
+    return Unit(text=text, source=source, where=where, order=order, **_cues(text, source))
+
+
+@lru_cache(maxsize=65_536)
+def _cues(text: str, source: str) -> dict[str, Any]:
+    """`analyse`'s fields that depend on the text and its source alone, cached: every compaction
+    of a run reads its store's current rows again (the dict is copied into each Unit's fields,
+    whose values are immutable)."""
+    label, body = kinds.strip_label(text)
+    values, names, words, relation, status, correction = _analysis(body)
+    kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
+        "status" if status else "value")
+    correction = correction or bool(CORRECTION.search(text[: len(text) - len(body)]))
+    if not correction and kind not in ("rule", "preference") and NOT_CUE.search(body):
+        correction = True
+    instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
+    return {"values": values, "names": names, "words": words, "kind": kind,
+            "rejected": kind == "decision" and kinds.rejects(body), "labelled": bool(label),
+            "typed": bool(label) and source != "tool" and kinds.typed(text), "relation": relation, "status": status,
+            "correction": correction, "instruction": instruction}
 
 
 @lru_cache(maxsize=65_536)
@@ -279,7 +323,12 @@ def subjects(u: Unit) -> frozenset[str]:
 
 
 def _subjects(u: Unit) -> frozenset[str]:
-    return frozenset(n for n in u.names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n
+    return _subjects_of(u.names)
+
+
+@lru_cache(maxsize=65_536)
+def _subjects_of(names: frozenset[str]) -> frozenset[str]:
+    return frozenset(n for n in names if n not in _CANON and n not in ATTRIBUTE_NAMES and "/" not in n
                      and not attribute_key(n))
 
 
@@ -359,6 +408,7 @@ def information(u: Unit) -> float:
     concrete = len(u.values) + len(u.names)
     base = (1.0 + 0.5 * min(max(concrete - 1, 0), 4)) if concrete else 0.5
     base += (0.5 if u.relation else 0.0) + (0.5 if u.status else 0.0) + (0.5 if u.instruction else 0.0)
+    base += 1.0 if u.labelled else 0.0  # its author typed it as a record ("FACT: ...")
     weight = 1.2 if u.source == "note" else 1.0
     if u.source == "tool" and (code_like(u.text) or log_like(u.text)):
         weight *= 0.2

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from longrun.context import facts
+from longrun.context import facts, kinds
 from longrun.context.tokens import estimate_text
 from longrun.models.state import TaskState
 
@@ -44,8 +44,14 @@ ACK = re.compile(
 
 
 def instructs(text: str) -> bool:
-    """A human message with an instruction in it (a line that starts with an imperative)."""
-    return any(facts.INSTRUCTION.search(line) for line in text.splitlines())
+    """A human message with an instruction in it: a line that starts with an imperative, or
+    states a rule wherever it stands and whatever label leads it ("SAFETY RULE: Never ...",
+    "Critical: never ...", "The access code must never be shared")."""
+    for line in text.splitlines():
+        body = kinds.strip_label(line)[1]
+        if facts.INSTRUCTION.search(body) or kinds.RULE.search(body):
+            return True
+    return False
 
 
 def worth_quoting(text: str) -> bool:
@@ -54,6 +60,27 @@ def worth_quoting(text: str) -> bool:
     if len(text) > 160 or not ACK.match(text):
         return True
     return any(u.is_fact for u in (facts.analyse(t, "user") for t in facts.split_units(text)))
+
+
+def carried(text: str) -> bool:
+    """A message the ledger carries whole: one line whose every sentence is a fact it keeps
+    verbatim. Quoting it too would spend its tokens twice (and eight more for its tags), so it
+    is left to the ledger, where it is selected by its priority class like every other fact."""
+    if "\n" in text.strip():
+        return False
+    units = [facts.analyse(t, "user") for t in facts.split_units(text)]
+    return bool(units) and all(u.is_fact for u in units)
+
+
+def states_facts(text: str) -> bool:
+    """The message has a line the ledger would keep (a fact unit)."""
+    return any(facts.analyse(t, "user").is_fact for t in facts.split_units(text))
+
+
+def quotable(text: str) -> bool:
+    """A human message worth quoting at all: not one the ledger carries whole, and not one that
+    says of itself that it is unrelated, obsolete or to be ignored (counted, never quoted)."""
+    return not facts.dismissed(text) and not carried(text)
 
 
 def cap(texts: list[str], tokens: int) -> list[str]:

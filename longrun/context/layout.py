@@ -153,6 +153,37 @@ def fit(summary: str | None, free: int, users: list[str] | None = None) -> str |
     return parts.render()
 
 
+def fit_all(summary: str | None, free: int, users: list[str] | None = None) -> tuple[str | None, list[str] | None, int]:
+    """The very last resort on a summary, so that no compaction and no request ever exceeds its
+    limit for want of trimming it (issue 25, cause 8): `fit` (the oldest index lines, then the
+    least informative ledger facts), then the quoted human messages, oldest first (their facts
+    are in the fact store, and the transcript keeps them), then the body, then the bare notes of
+    what was cut. Returns (summary, the quoted messages kept, how many quoted messages went)."""
+    if not summary or free <= 0:
+        return summary, users, 0
+    start = estimate_text(summary)
+    fitted = fit(summary, free, users)
+    if fitted is None or start - estimate_text(fitted) >= free:
+        return fitted, (parse(fitted, users).users if users is not None and fitted else users), 0
+    parts = parse(fitted, users)
+    cut = 0
+
+    def short() -> bool:
+        return start - estimate_text(parts.render()) < free
+
+    while short() and parts.users:
+        parts.users.pop(0)
+        cut += 1
+    if short() and parts.body:
+        parts.body = None
+    if short() and not parts.facts:
+        parts.left_out = 0
+    if short() and not parts.lines:
+        parts.cut = 0
+    text = parts.render()
+    return (text or None), (parts.users if users is not None else None), cut
+
+
 def user_texts(messages: Sequence[Message]) -> list[str]:
     """Every text the human wrote in `messages` (user-role text blocks), in order."""
     return [b.text for m in messages if m.role == "user" for b in m.content if isinstance(b, TextBlock) and b.text.strip()]

@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from longrun.context import facts
+from longrun.context import facts, kinds
 from longrun.context.facts import Unit
 from longrun.context.index import STATE_TOOLS, is_short
 from longrun.context.tokens import estimate_text
@@ -59,12 +59,18 @@ def left_out_note(n: int) -> str:
 class Entry:
     """A ledger line: its unit (analysed), whether it is a correction's final value, its count."""
 
-    __slots__ = ("final", "replaced", "replaced_quotes", "unit")
+    __slots__ = ("final", "gone", "replaced", "replaced_quotes", "row", "source_seq", "unit")
 
     def __init__(self, unit: Unit, final: bool = False, replaced: bool = False) -> None:
         self.unit = unit
         self.final = final
         self.replaced = replaced
+        self.row: int | None = None
+        """Its row in the run's fact store (`factstore`), once it has one."""
+        self.source_seq = 0
+        """The transcript entry it was read from."""
+        self.gone: list[Entry] = []
+        """The entries this one replaced when it was folded in."""
         self.replaced_quotes: set[str] = set()
         """The human messages quoted verbatim whose value this line replaced: if the line does not
         fit the budget, they must not be quoted either (`compact` unquotes them)."""
@@ -219,11 +225,17 @@ def parse(section: str | None) -> tuple[int, list[Entry]]:
     return left, out
 
 
-def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
+def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | None = None,
+         seq_of: dict[int, int] | None = None) -> list[Entry]:
     """The ledger after `new` units, in conversation order, with the rules of the module
     docstring; units kept verbatim elsewhere (`quoted`) supersede what they correct and are then
     left out. Earlier lines are looked up by key, subject and value, so a fold is linear in the
-    lines, not quadratic."""
+    lines, not quadratic.
+
+    Args:
+        created: when given, every entry made from `new` is appended to it, those a later unit
+            of `new` replaced included (the fact store keeps them, superseded).
+        seq_of: id(unit) -> the transcript entry it was read from, for the entries' `source_seq`."""
     entries: list[Entry | None] = []
     by_key: dict[tuple[str, frozenset[str]], int] = {}
     near: dict[str, set[int]] = {}  # subject name or held value -> entries that have it
@@ -239,7 +251,11 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
         add(e)
     for u in new:
         if u.source == "note":  # the agent's own record: kept as written, never replaced by a guess
-            add(Entry(u))
+            e = Entry(u)
+            e.source_seq = (seq_of or {}).get(id(u), 0)
+            add(e)
+            if created is not None:
+                created.append(e)
             continue
         nearby = sorted({i for t in facts.subjects(u) | facts.held_values(u) for i in near.get(t, ())
                          if (seen := entries[i]) is not None and seen.unit.source != "note"}, reverse=True)
@@ -263,6 +279,10 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit]) -> list[Entry]:
             entries[prior] = None
             gone.append(old_entry)
         entry = Entry(u, final=final, replaced=old_entry is not None and _differs(u, old_entry))
+        entry.gone = gone
+        entry.source_seq = (seq_of or {}).get(id(u), 0)
+        if created is not None:
+            created.append(entry)
         for g in gone:
             entry.replaced_quotes |= g.replaced_quotes | ({g.unit.origin} if g.unit.quoted and g.unit.origin else set())
         add(entry)
@@ -357,11 +377,12 @@ def entry_cost(e: Entry) -> int:
 
 
 def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int, list[Entry]]:
-    """The entries that fit `budget` tokens (header and note included): first those that
-    replaced an earlier value and the task notes the state block no longer shows (the agent's
-    own record, which it reads back here), then the most informative per token (lines of one template without
-    a subject of their own, a series, share one line's worth); returned in conversation order;
-    (facts left out in all, kept entries)."""
+    """The entries that fit `budget` tokens (header and note included), by priority class first
+    (`kinds.PRIORITY`: rules, decisions, values and relations, statuses, preferences); within a
+    class, first those that replaced an earlier value and the task notes the state block no
+    longer shows (the agent's own record, which it reads back here), then the most informative
+    per token (lines of one template without a subject of their own, a series, share one line's
+    worth); returned in conversation order; (facts left out in all, kept entries)."""
     header = estimate_text(LEDGER_HEADER) + 2 + 8 * len(GROUPS)
     costs = [entry_cost(e) for e in entries]
     if header + sum(costs) <= budget:
@@ -373,7 +394,7 @@ def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int
     worth = [facts.information(e.unit) / (1 if facts.subjects(e.unit) else series[facts.template(e.unit.text)]) / costs[i]
              for i, e in enumerate(entries)]
     first = [e.final or e.replaced or e.unit.source == "note" for e in entries]
-    ranked = sorted(range(len(entries)), key=lambda i: (not first[i], -worth[i], -i))
+    ranked = sorted(range(len(entries)), key=lambda i: (kinds.rank(entries[i].unit.kind, entries[i].unit.typed), not first[i], -worth[i], -i))
     keep: set[int] = set()
     used = 0
     for i in ranked:

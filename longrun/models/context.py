@@ -22,6 +22,36 @@ class TranscriptItem(BaseModel):
     message: Message
 
 
+FactKind = Literal["rule", "decision", "value", "status", "preference"]
+FactSource = Literal["user", "agent", "tool", "note"]
+
+
+class FactRow(BaseModel):
+    """One fact of a run's fact store (`longrun.context.factstore`, table `facts`): a line of the
+    transcript, verbatim, with what it is about and what it replaced.
+
+    Append-only: a row never changes. A later row that replaces it names it in `supersedes`, so
+    a row's status (current, superseded) is read, never written; a decision that rejects an
+    alternative is `rejected`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(ge=1, description="the row's place in the run's store, 1, 2, ...")
+    source_seq: int = Field(ge=0, description="the transcript entry it was read from (0: a task-state note)")
+    kind: FactKind
+    source: FactSource
+    subject: str = Field(description="what it is about: its names and content words, values and labels aside, sorted")
+    value: str = Field(default="", description="the values it states, sorted, comma-separated")
+    text: str = Field(description="the line, verbatim (whitespace normalised)")
+    where: str = Field(default="", description="for a tool line that names nothing itself: its call")
+    count: int = Field(default=1, ge=1, description="near-identical lines it stands for")
+    final: bool = Field(default=False, description="a correction's value")
+    rejected: bool = False
+    quoted: bool = Field(default=False, description="a short tool result's line, quoted whole on its results-index "
+                         "line: it supersedes what it corrects, and the ledger does not show it twice")
+    supersedes: list[int] = Field(default_factory=list, description="the rows (seq) this one replaced")
+
+
 class CompactionReport(BaseModel):
     """One compaction's figures; stored with the projection and in the audit event."""
 
@@ -46,6 +76,8 @@ class CompactionReport(BaseModel):
     tail_tokens: int = 0
     cleared_results: int = 0
     dropped_messages: int = 0
+    quotes_cut: int = 0
+    """Quoted human messages stage 3 left out to fit the hard limit (their facts stay in the store)."""
     base_state_version: int = 0
     budget: int = 0
     duration_ms: float = 0.0
@@ -74,4 +106,8 @@ class Projection(BaseModel):
         description="the human's messages the summary quotes verbatim, as data: the next compaction folds "
         "these forward, never what it would parse out of the summary's text (None: a projection written "
         "before, whose summary is parsed)",
+    )
+    new_facts: list[FactRow] = Field(
+        default_factory=list,
+        description="rows this compaction added to the run's fact store, to persist with the projection",
     )

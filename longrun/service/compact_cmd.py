@@ -76,9 +76,16 @@ def load_transcript(path: Path) -> list[TranscriptItem]:
     return [TranscriptItem(seq=i + 1, message=m) for i, m in enumerate(messages)]
 
 
+NO_OBJECTIVE = "(offline compaction: no objective was given; the conversation states the task)"
+"""The objective when STATE.json gives none. It used to be the first user text, which may be a
+plan the conversation later rejected: rendered as the state block's authoritative objective, it
+overrode what was decided after it (issue 25, cause 6)."""
+
+
 def load_state(path: str | None, items: list[TranscriptItem]) -> TaskState:
     """The TaskState from STATE.json, missing required fields filled: run_id "offline",
-    state_version 1, objective = the first user text (or a placeholder)."""
+    state_version 1, objective `NO_OBJECTIVE` (never taken from the conversation: `items` are
+    not read for it)."""
     data: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -90,10 +97,9 @@ def load_state(path: str | None, items: list[TranscriptItem]) -> TaskState:
             raise UsageError(f"{p}: not valid JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise UsageError(f"{p}: expected a JSON object (a TaskState or a subset of its fields)")
-    first_text = next((m.message.text() for m in items if m.message.role == "user" and m.message.text().strip()), "")
     data.setdefault("run_id", "offline")
     data.setdefault("state_version", 1)
-    data.setdefault("objective", first_text[:2_000] or "(offline compaction: no objective given)")
+    data.setdefault("objective", NO_OBJECTIVE)
     try:
         return TaskState.model_validate(data)
     except ValidationError as exc:

@@ -34,7 +34,6 @@ from longrun.store.core import (
     MAX_MESSAGE_BYTES,
     InvalidInputError,
     StaleProjectionError,
-    StoreCore,
     _check_int,
     _check_size,
     _check_text,
@@ -42,6 +41,7 @@ from longrun.store.core import (
     _fields,
     _validate,
 )
+from longrun.store.facts import FactsMixin
 from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
 
 _PUT_SQL = """
@@ -86,7 +86,7 @@ WHERE r.run_id = %(run_id)s
 """The newest projection, joined from the `runs` row: no row means no such run, NULLs no projection."""
 
 
-class ArtifactsMixin(StoreCore):
+class ArtifactsMixin(FactsMixin):
     """Artifacts by sha256, and a run's projections by version."""
 
     def put_artifact(self, data: bytes, media_type: str = "text/plain", *, run_id: str | None = None) -> str:
@@ -257,6 +257,8 @@ class ArtifactsMixin(StoreCore):
             s.add(ProjectionRow(run_id=run_id, version=proj.version, base_state_version=proj.base_state_version,
                                 covers_through_seq=proj.covers_through_seq, content=content, report=report,
                                 created_at=utcnow()))
+            s.flush()
+            self.insert_facts(s, run_id, proj.new_facts, proj.version)
             s.flush()
             return proj.version
 

@@ -12,6 +12,7 @@ the audit log and queued instructions.
 | `transcript` | the hash-chained transcript |
 | `audit` | the hash-chained audit log |
 | `artifacts` | content-addressed artifacts and compaction projections |
+| `facts` | a run's fact store, saved with the projection that added its rows |
 | `instructions` | the inbox of a human's `say` instructions |
 | `principals` | principals, their public keys, and approvers' argument edits |
 | `console` | the console's sealed keys and its sessions |

@@ -55,7 +55,7 @@ ACTOR_MAX = 200
 HASH_LEN = 64
 
 APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events", "instructions",
-                      "run_artifacts")
+                      "run_artifacts", "facts")
 """Tables whose rows are never updated or deleted (a trigger refuses it). `call_edits` is too, and
 `credentials` may only be revoked (migration 0004; `tests/test_principals.py`)."""
 
@@ -208,6 +208,38 @@ class ProjectionRow(Base):
         PrimaryKeyConstraint("run_id", "version"),
         CheckConstraint("version >= 1", name="version_positive"),
         CheckConstraint("covers_through_seq >= 0", name="covers_nonnegative"),
+    )
+
+
+class FactStoreRow(Base):
+    """One fact of a run's fact store (append-only; a later row names the rows it replaced).
+    Migration 0008 says why; `longrun.context.factstore` what reads it."""
+
+    __tablename__ = "facts"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    source_seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    source: Mapped[str] = mapped_column(String(8), nullable=False)
+    subject: Mapped[str] = mapped_column(Text, nullable=False)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    where_call: Mapped[str] = mapped_column(Text, nullable=False)
+    count: Mapped[int] = mapped_column(Integer, nullable=False)
+    final: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    rejected: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    quoted: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    supersedes: Mapped[list[int]] = mapped_column(ARRAY(Integer), nullable=False)
+    projection_version: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "seq"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        CheckConstraint("source_seq >= 0", name="source_seq_nonnegative"),
+        CheckConstraint("kind IN ('rule', 'decision', 'value', 'status', 'preference')", name="kind_known"),
+        CheckConstraint("source IN ('user', 'agent', 'tool', 'note')", name="source_known"),
     )
 
 

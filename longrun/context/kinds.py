@@ -1,0 +1,135 @@
+"""Fact kinds and their priority classes: what a line is (a rule, a decision, a value, a status, a
+preference), read from its words, and the type label that may lead it.
+
+Why kinds: a budget ranked by concrete tokens alone lets "the dashboard shows p50 and p95 side by
+side" beat "Never reveal API keys or passwords, even if asked" (issue 25, cause 3). A rule with no
+value is worth more to a run than any number it was told in passing, so the selection takes whole
+classes in order (`PRIORITY`) and only ranks by information per token inside a class.
+
+Why labels are stripped: "HARD CONSTRAINT: Conference spending ceiling is $350" is about the
+conference ceiling, not about "HARD CONSTRAINT"; read as names, the label made every constrained
+line share a subject, and the newest replaced the others. The label still decides the kind, and
+the line is still quoted verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Kind = Literal["rule", "decision", "value", "status", "preference"]
+
+PRIORITY: dict[str, int] = {"rule": 0, "decision": 1, "value": 2, "status": 3, "preference": 4}
+"""Selection order under the budget (issue 25): rules and prohibitions, decisions, current values
+and relations, statuses, preferences."""
+
+_TITLE_LABELS = (
+    "critical", "important", "note", "notes", "reminder", "update", "quick update", "heads up", "fyi", "warning",
+    "rule", "rules", "constraint", "constraints", "hard constraint", "safety rule", "red line", "preference",
+    "user preference", "fact", "decision", "status", "goal", "goal state", "policy", "requirement", "remember",
+    "correction", "new constraint", "key fact", "context",
+)
+LABEL = re.compile(
+    r"^\s*(?:[-*]\s+)?(?:\*\*)?(?:(?P<caps>[A-Z]{2,}(?:[ /&][A-Z]{2,}){0,3})"
+    r"|(?P<title>(?i:" + "|".join(re.escape(t) for t in sorted(_TITLE_LABELS, key=len, reverse=True)) + r")))"
+    r"(?:\*\*)?\s*:(?:\*\*)?\s+(?=\S)"
+)
+"""A type label leading a line: an ALL-CAPS label of words ("SAFETY RULE:", "FACT:", "GOAL
+STATE:") or a known Title one ("Critical:", "Quick update:", "Note:"), before the text it labels.
+Title labels are a closed list: "Owner: @alice" or "Port: 8443" is a key and its value, not a
+label; an identifier ("FACT-13-DDMJ3F:", "T-14:", "BILLING_PORT:") is the subject, not a label."""
+
+_LABEL_KIND = {
+    "rule": ("safety rule", "hard constraint", "constraint", "rule", "red line", "policy", "requirement", "critical",
+             "important", "warning", "security", "safety", "must", "never", "always", "mandatory", "required"),
+    "decision": ("decision", "decided", "locked", "adr", "chosen"),
+    "status": ("goal state", "status", "goal", "progress", "todo", "next step", "current task", "state"),
+    "preference": ("user preference", "preference", "style"),
+}
+
+RULE = re.compile(
+    r"\b(?:never|always|must(?:n't| not)?|do not|don't|does not|doesn't|cannot|can't|may not|shall not|should never"
+    r"|is not allowed|are not allowed|not allowed|forbidden|prohibited|banned|required|requires? approval|mandatory"
+    r"|hard constraint|red line|safety rule|under no circumstances|only ever|no (?:external|network|outbound|direct)"
+    r"|(?:stay|keep|remain)s? (?:\w+ ){0,4}(?:under|below|within|at or below|at most|above)|at or below|no more than"
+    r"|not (?:exceed|go over|go above)|do not exceed|ceiling|budget cap|spending (?:cap|limit|ceiling)"
+    r"|(?:make sure|ensure|only use|only python|only \w+ \d))\b",
+    re.I,
+)
+"""A rule or a prohibition, wherever it stands in the line ("Absolutely never ...", "The code ...
+must never be shared", "Keep spend under $300")."""
+DECISION = re.compile(
+    r"\b(?:decided|decision|we(?: will|'ll) (?:go with|use|ship|adopt|take)|going with|went with|chosen|we chose"
+    r"|settled on|locked(?: in)?|agreed (?:on|to)|final call|approved plan|adopt(?:ed)?)\b",
+    re.I,
+)
+REJECTED = re.compile(
+    r"\b(?:rejected|ruled out|not going with|won't (?:use|go with|ship)|abandon(?:ed)?|scrapp(?:ed)?|discarded"
+    r"|dropped the (?:plan|idea|option)|decided against|vetoed)\b",
+    re.I,
+)
+"""A decision that rejects an alternative: the store keeps it marked rejected."""
+PREFERENCE = re.compile(
+    r"\b(?:prefers?|preferred|preference|i(?:'d| would) rather|would rather|i like|likes|i want|wants|rather than"
+    r"|style|tone|terse|verbose|concise|format(?:ted)? (?:as|in)|(?:use|stick to|in) (?:\w+ )?(?:metric|imperial) )",
+    re.I,
+)
+STATUS_CUE = re.compile(
+    r"\b(?:current task|next step|steps? \d|in progress|blocked|done|completed?|finished|pending|awaiting|open question"
+    r"|currently|working on|parked on|status|failing|fails on|passing|merged|shipped)\b",
+    re.I,
+)
+
+
+def strip_label(text: str) -> tuple[str, str]:
+    """(the label, lowercase, or ""; the text without it). Only the first label goes."""
+    m = LABEL.match(text)
+    if not m:
+        return "", text
+    label = (m.group("caps") or m.group("title") or "").lower()
+    return label, text[m.end():]
+
+
+def classify(text: str, *, relation: bool = False, status: bool = False, label: str | None = None) -> Kind:
+    """The kind of a line: its label's when it has a typed one, else its words' (a rule cue anywhere
+    wins over a decision, a decision over a preference, a preference over a status, the rest are
+    values and relations)."""
+    lab, body = strip_label(text) if label is None else (label, text)
+    if lab:
+        for kind, words in _LABEL_KIND.items():
+            if any(lab == w or lab.endswith(" " + w) or lab.startswith(w + " ") for w in words):
+                if kind == "preference" and RULE.search(body) and not PREFERENCE.search(body):
+                    return "rule"
+                return kind  # type: ignore[return-value]
+    if RULE.search(body):
+        return "rule"
+    if DECISION.search(body) or REJECTED.search(body):
+        return "decision"
+    if PREFERENCE.search(body):
+        return "preference"
+    if status or STATUS_CUE.search(body):
+        return "status"
+    return "value"
+
+
+def rejects(text: str) -> bool:
+    """The line rejects an alternative ("we rejected plan A", "ruled out Redis")."""
+    return bool(REJECTED.search(text))
+
+
+def typed(text: str) -> bool:
+    """The line is led by an ALL-CAPS type label ("FACT:", "GOAL STATE:")."""
+    m = LABEL.match(text)
+    return bool(m and m.group("caps"))
+
+
+def priority(kind: str) -> int:
+    return PRIORITY.get(kind, PRIORITY["value"])
+
+
+def rank(kind: str, typed_line: bool) -> tuple[int, int]:
+    """Where a fact stands in the selection: rules first; then the lines their author typed as
+    records ("FACT:", "GOAL STATE:"), by class; then the others, by class."""
+    if kind == "rule":
+        return (0, 0)
+    return (1 if typed_line else 2, min(priority(kind), PRIORITY["value"]) if kind == "status" else priority(kind))
