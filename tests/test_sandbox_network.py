@@ -10,10 +10,8 @@ route). No outside address is ever contacted.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from longrun.tools import sandbox as sb
 from longrun.tools import sandbox_net
 from longrun.tools.sandbox import SandboxPolicy
 from tests.support.sandbox import BACKENDS, run_python, skip_unless
+from tests.support.sandbox import tcp_listener as support_tcp_listener
 
 
 @pytest.fixture
@@ -35,23 +34,8 @@ def ws(tmp_path: Path) -> Path:
 @pytest.fixture
 def host_listener() -> Iterator[int]:
     """A TCP port that accepts on every address of the host (a stand-in for the stack's services)."""
-    server = socket.create_server(("0.0.0.0", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                server.accept()[0].close()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(2)
-        server.close()
+    with support_tcp_listener("0.0.0.0") as port:
+        yield port
 
 
 PROBE = """

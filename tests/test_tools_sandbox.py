@@ -16,15 +16,12 @@ leaks: there the parent's environ, the network and the daemon all get through.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +43,7 @@ from longrun.tools.autorun import runs_code
 from longrun.tools.sandbox import SandboxPolicy
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
+from tests.support.sandbox import tcp_listener as support_tcp_listener
 
 PY = sys.executable
 PYTEST = [PY, "-m", "pytest", "-q"]
@@ -231,23 +229,8 @@ def postgres_targets(pg_admin_url: str) -> list[tuple[str, str, Any]]:
 @pytest.fixture
 def tcp_listener() -> Any:
     """A TCP port on the host's loopback that accepts connections (a stand-in for a TCP database)."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                server.accept()[0].close()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(2)
-        server.close()
+    with support_tcp_listener("127.0.0.1") as port:
+        yield port
 
 
 @pytest.fixture

@@ -3,7 +3,11 @@ backend that does not work on this machine (with the reason)."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,3 +40,26 @@ def run_python(ws: Path, code: str, policy: SandboxPolicy, timeout: float = 30.0
     argv = [PY, "-c", code]
     assert RUN_COMMAND.run is not None
     return RUN_COMMAND.run({"argv": argv}, context(ws, argv, policy, timeout))
+
+
+@contextlib.contextmanager
+def tcp_listener(host: str) -> Iterator[int]:
+    """A TCP port on `host` that accepts (and closes) every connection, until the block ends: a
+    stand-in for a database or the stack's Temporal. Yields the port."""
+    server = socket.create_server((host, 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                server.accept()[0].close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
