@@ -84,3 +84,22 @@ def test_recall_without_a_store_says_what_to_do() -> None:
         _recall(ToolContext(run_id="r", workspace=Path(".")), query="port")
     with pytest.raises(ToolError, match="'kind' must be one of|kind"):
         default_registry().validate_arguments("recall", {"query": "port", "kind": "gossip"})
+
+
+@pytest.mark.slow
+async def test_a_run_calls_recall_and_the_call_is_audited(store: Store, temporal_client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Through a real worker: the activity hands recall the run's store, and the call is a tool_ran
+    event like every tool's, its output stored as an artifact."""
+    from longrun.models.audit import ToolRan
+    from tests.support.harness import running_worker
+    from tests.support.policy import PlanProvider
+
+    provider = PlanProvider(plan=[[("recall", {"query": "Fridays"})]])
+    async with running_worker(temporal_client, store, provider=provider) as h:
+        run_id = await h.start(RunSpec(objective="Never deploy on Fridays. Look around.", workspace=str(tmp_path)))
+        assert (await h.result(run_id)).status == "completed"
+    ran = next(r.event for r in store.audit(run_id) if isinstance(r.event, ToolRan) and r.event.tool == "recall")
+    assert not ran.is_error
+    output = store.get_artifact(ran.artifact_sha256 or "").decode()
+    assert "no fact in the store matches 'Fridays'; searched the text of the newest 200 transcript entries" in output
+    assert "Never deploy on Fridays." in output
