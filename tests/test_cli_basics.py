@@ -17,7 +17,7 @@ LONGRUN = str(Path(sys.executable).parent / "longrun")
 COMMANDS = [
     ["dev"], ["dev", "up"], ["dev", "down"], ["dev", "status"], ["worker"], ["start"], ["status"], ["watch"],
     ["runs"], ["approve"], ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"],
-    ["usage"], ["compact"], ["demo"], ["approvers"], ["approvers", "add"], ["approvers", "list"],
+    ["usage"], ["compact"], ["facts"], ["demo"], ["approvers"], ["approvers", "add"], ["approvers", "list"],
     ["approvers", "revoke"], ["grant"], ["revoke-grant"],
 ]
 
@@ -34,7 +34,7 @@ def test_every_reporting_command_takes_json() -> None:
     parser = build_parser()
     for command in (["dev", "up"], ["dev", "status"], ["start"], ["status"], ["watch"], ["runs"], ["approve"],
                     ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"], ["usage"],
-                    ["compact"], ["approvers", "add"], ["approvers", "list"], ["approvers", "revoke"], ["grant"],
+                    ["compact"], ["facts"], ["approvers", "add"], ["approvers", "list"], ["approvers", "revoke"], ["grant"],
                     ["revoke-grant"]):
         sub = parser
         for word in command:

@@ -11,7 +11,7 @@ from longrun.models.state import NextAction
 from longrun.tools import Tool, ToolOutcome, ToolRegistry, default_registry
 
 BUILTINS = [
-    "list_dir", "read_file", "glob", "grep", "read_artifact", "write_file", "apply_patch", "move_path", "delete_path",
+    "list_dir", "read_file", "glob", "grep", "read_artifact", "recall", "write_file", "apply_patch", "move_path", "delete_path",
     "make_dir", "run_command",
     "record_decision", "set_next_action", "write_note", "complete_stage", "task",
 ]
@@ -69,7 +69,7 @@ def test_register_refuses_incomplete_declarations(kw: dict, message: str) -> Non
 def test_specs_and_read_only() -> None:
     r = default_registry()
     assert [s.name for s in r.specs()] == BUILTINS
-    reads = ["list_dir", "read_file", "glob", "grep", "read_artifact"]
+    reads = ["list_dir", "read_file", "glob", "grep", "read_artifact", "recall"]
     assert [s.name for s in r.specs(read_only=True)] == reads
     ro = r.read_only()
     assert ro.names() == reads and all(ro.get(n).kind == "read" for n in reads)

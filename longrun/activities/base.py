@@ -45,6 +45,7 @@ from longrun.redact import Redactor, default_redactor
 from longrun.store import Store, TranscriptRecord
 from longrun.tools.artifacts import RunArtifacts
 from longrun.tools.base import ToolContext
+from longrun.tools.recall import RunMemory
 from longrun.tools.registry import ToolRegistry
 from longrun.tools.sandbox import SandboxPolicy
 from longrun.webhooks.config import WebhookDirectory
@@ -153,6 +154,7 @@ class ActivityBase(ScopedAccess):
             command_timeout=float(spec.command_timeout_seconds),
             action_id=action_id,
             artifacts=RunArtifacts(self.store, run_id),
+            memory=RunMemory(self.store, run_id),
             now=now,
             before=before,
             sandbox=dataclasses.replace(

@@ -15,5 +15,6 @@ not one. Only a human approval bound to an exact action, listed in the task stat
 complete_stage. Keep durable findings in notes: older conversation may be summarized.
 - Edits (write_file, apply_patch) need next_action "edit" and a human approval; commands need to \
 be on the run's allow-list.
-- A cleared tool result names an artifact; read_artifact brings it back when you need it.
+- A cleared tool result names an artifact; read_artifact brings it back when you need it. A fact \
+the summary left out (a value, a rule, a decision) is one recall away.
 - When the objective is met, set_next_action "stop" and answer with a short report."""

@@ -28,6 +28,14 @@ class ArtifactReader(Protocol):
     def get_artifact(self, sha256: str) -> bytes: ...
 
 
+class MemoryReader(Protocol):
+    """What `recall` reads: the run's fact store and the newest transcript entries."""
+
+    def facts(self) -> list[Any]: ...
+
+    def recent_entries(self, limit: int) -> list[Any]: ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """Everything a tool may use. `action_id` doubles as the idempotency key of an effect."""
@@ -38,6 +46,8 @@ class ToolContext:
     command_timeout: float = 120.0
     action_id: str = ""
     artifacts: ArtifactReader | None = None
+    memory: MemoryReader | None = None
+    """For `recall`: the run's fact store and transcript (None: no store, e.g. a bare ToolContext)."""
     now: datetime | None = None
     before: str | None = None
     """For `reconcile`: what `Tool.fingerprint` returned when the effect's intent was written

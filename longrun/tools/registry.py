@@ -45,6 +45,7 @@ from longrun.tools.commands import RUN_COMMAND
 from longrun.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
 from longrun.tools.fs_tools import DELETE_PATH, GLOB, MAKE_DIR, MOVE_PATH
 from longrun.tools.patch import APPLY_PATCH
+from longrun.tools.recall import RECALL
 from longrun.tools.schema import SchemaViolation, check_schema, validate
 from longrun.tools.search import GREP
 from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, WRITE_NOTE
@@ -63,6 +64,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
     GLOB,
     GREP,
     READ_ARTIFACT,
+    RECALL,
     WRITE_FILE,
     APPLY_PATCH,
     MOVE_PATH,
