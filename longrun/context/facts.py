@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from longrun.context import kinds
+from longrun.context import atomic, kinds
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -150,7 +150,8 @@ class Unit:
 
     @property
     def is_fact(self) -> bool:
-        return bool(self.values or self.names) or ((self.relation or self.status or self.instruction) and bool(self.words))
+        return bool(self.values or self.names) or ((self.relation or self.status or self.instruction) and bool(self.words)) or (
+            bool(self.words & _DAYS) and len(self.words) > 1)  # "the deadline is Thursday": a day is a value
 
 
 def split_units(text: str, prose: bool = True) -> list[str]:
@@ -165,10 +166,16 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
     """`split_units`, cached: a compaction reads the same messages when it sizes its tail, when it
     extracts them into the fact store and when it decides which human messages to quote."""
     out: list[str] = []
+    header = ""
     for raw in text.splitlines():
         line = " ".join(raw.split())
         if not line or set(line) <= set("|-:+=*#_ `~"):
             continue
+        pairs = atomic.pairs(line, header)
+        if pairs:
+            out += pairs
+            continue
+        header = line if atomic.header_like(line) else ""
         # a rule keeps its line whole: "Budget cap is $956 total. Never exceed without explicit
         # approval." is one fact, and either half alone misleads; so does a labelled line ("GOAL
         # STATE: ..."), whose label types every sentence after it
@@ -413,3 +420,43 @@ def information(u: Unit) -> float:
     if u.source == "tool" and (code_like(u.text) or log_like(u.text)):
         weight *= 0.2
     return base * weight
+
+
+_NAMING = frozenset(("name", "nam", "codename", "codenam", "call", "calle", "renam", "rename", "dub", "dubb", "known",
+                     "refer", "titl", "title"))
+"""Stems of the words that say what a thing is called ("codename", "we are calling it", "renamed
+to"): one synonym group, so a rename in other words supersedes the old name."""
+_MOVES = frozenset(("mov", "move", "chang", "set", "updat", "push", "pushe", "bump", "shift", "switch", "reschedul",
+                    "slip", "slipp", "forward", "rotat", "rotate", "go", "goe", "went"))
+"""Stems of verbs that only say a value changed ("moved the deadline to Friday"): not part of
+what the line is about."""
+_DAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
+                   "february", "march", "april", "june", "july", "august", "september", "october", "november",
+                   "december"))
+
+
+def reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
+    """(topic, value, value kinds) of a unit for supersession across rewording (issue 25, cause 5),
+    or None: the topic is its subject names and content words with move verbs dropped and synonyms
+    (`SYNONYMS`, the naming group) made one; the value is what it holds, the weekdays and months it
+    names, or, for a naming line only, the identifier it names ("The project codename is
+    DNSNU-172" and "We are calling the project RIECI-121 now" share the topic {project, ~name})."""
+    if "reworded" not in u.memo:
+        u.memo["reworded"] = _reworded(u)
+    return u.memo["reworded"]  # type: ignore[no-any-return]
+
+
+def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
+    words = {w for w in u.words if w not in _MOVES}
+    days = {w for w in words if w in _DAYS}
+    norm = {"~name" if w in _NAMING else _CANON.get(w, w) for w in words - days}
+    names, held = subjects(u), held_values(u)
+    if held or days:
+        value, vkinds = held | days, frozenset(value_kinds(held) | ({"date"} if days else set()))
+    elif "~name" in norm and len(names) == 1:
+        value, vkinds, names = names, frozenset({"name"}), frozenset()
+    else:
+        return None
+    if not norm:
+        return None
+    return frozenset(norm | names), frozenset(value), vkinds
