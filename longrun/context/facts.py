@@ -151,7 +151,7 @@ class Unit:
     @property
     def is_fact(self) -> bool:
         return bool(self.values or self.names) or ((self.relation or self.status or self.instruction) and bool(self.words)) or (
-            bool(self.words & _DAYS) and len(self.words) > 1)  # "the deadline is Thursday": a day is a value
+            bool(self.words & kinds.DAYS) and len(self.words) > 1)  # "the deadline is Thursday": a day is a value
 
 
 def split_units(text: str, prose: bool = True) -> list[str]:
@@ -296,6 +296,8 @@ SYNONYMS = {
 """Attribute words of software-project facts that name the same thing ("pages @x" and "on-call
 handle is @y"): a correction that says it one way replaces the line that said it the other."""
 _CANON = {form: group for group, words in SYNONYMS.items() for w in words for form in (w, _stem(w))}
+CANON = _CANON
+"""A word or its stem -> its synonym group (`reword` normalises topics with it)."""
 
 
 def attributes(u: Unit) -> set[str]:
@@ -421,42 +423,3 @@ def information(u: Unit) -> float:
         weight *= 0.2
     return base * weight
 
-
-_NAMING = frozenset(("name", "nam", "codename", "codenam", "call", "calle", "renam", "rename", "dub", "dubb", "known",
-                     "refer", "titl", "title"))
-"""Stems of the words that say what a thing is called ("codename", "we are calling it", "renamed
-to"): one synonym group, so a rename in other words supersedes the old name."""
-_MOVES = frozenset(("mov", "move", "chang", "set", "updat", "push", "pushe", "bump", "shift", "switch", "reschedul",
-                    "slip", "slipp", "forward", "rotat", "rotate", "go", "goe", "went"))
-"""Stems of verbs that only say a value changed ("moved the deadline to Friday"): not part of
-what the line is about."""
-_DAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
-                   "february", "march", "april", "june", "july", "august", "september", "october", "november",
-                   "december"))
-
-
-def reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
-    """(topic, value, value kinds) of a unit for supersession across rewording (issue 25, cause 5),
-    or None: the topic is its subject names and content words with move verbs dropped and synonyms
-    (`SYNONYMS`, the naming group) made one; the value is what it holds, the weekdays and months it
-    names, or, for a naming line only, the identifier it names ("The project codename is
-    DNSNU-172" and "We are calling the project RIECI-121 now" share the topic {project, ~name})."""
-    if "reworded" not in u.memo:
-        u.memo["reworded"] = _reworded(u)
-    return u.memo["reworded"]  # type: ignore[no-any-return]
-
-
-def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
-    words = {w for w in u.words if w not in _MOVES}
-    days = {w for w in words if w in _DAYS}
-    norm = {"~name" if w in _NAMING else _CANON.get(w, w) for w in words - days}
-    names, held = subjects(u), held_values(u)
-    if held or days:
-        value, vkinds = held | days, frozenset(value_kinds(held) | ({"date"} if days else set()))
-    elif "~name" in norm and len(names) == 1:
-        value, vkinds, names = names, frozenset({"name"}), frozenset()
-    else:
-        return None
-    if not norm:
-        return None
-    return frozenset(norm | names), frozenset(value), vkinds

@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from longrun.context import facts, kinds
+from longrun.context import facts, kinds, reword
 from longrun.context.facts import Unit
 from longrun.context.index import STATE_TOOLS, is_short
 from longrun.context.tokens import estimate_text
@@ -239,13 +239,13 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
     entries: list[Entry | None] = []
     by_key: dict[tuple[str, frozenset[str]], int] = {}
     near: dict[str, set[int]] = {}  # subject name or held value -> entries that have it
-    by_topic: dict[frozenset[str], int] = {}  # normalised topic (`facts.reworded`) -> latest entry
+    by_topic: dict[frozenset[str], int] = {}  # normalised topic (`reword.topic`) -> latest entry
 
     def add(e: Entry) -> None:
         i = len(entries)
         entries.append(e)
         by_key[e.unit.key] = i
-        topic = facts.reworded(e.unit)
+        topic = reword.topic(e.unit)
         if topic is not None and e.unit.source != "note":
             by_topic[topic[0]] = i
         for term in facts.subjects(e.unit) | facts.held_values(e.unit):
@@ -276,7 +276,7 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
         if prior is None:
             prior = _same_subject(u, entries, nearby)
         if prior is None:
-            prior = _reworded(u, by_topic, entries)
+            prior = reword.replaces(u, by_topic, entries)
         old_entry = entries[prior] if prior is not None else None
         if old_entry is not None and prior is not None:
             if facts.template(old_entry.unit.text) == facts.template(u.text):
@@ -345,25 +345,6 @@ def _same_subject(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -
             continue
         return i
     return None
-
-
-def _reworded(u: Unit, by_topic: dict[frozenset[str], int], entries: list[Entry | None]) -> int | None:
-    """The latest earlier line with the same normalised topic (`facts.reworded`: move verbs
-    dropped, synonyms and the naming words made one) and a value of the same kind, but another
-    value: "moved the deadline to Friday" replaces "deadline is Thursday". Conservative: the topic
-    must be equal, not merely overlap, so "Conference spending ceiling" and "Project spending
-    ceiling" stay two facts."""
-    mine = facts.reworded(u)
-    if mine is None:
-        return None
-    i = by_topic.get(mine[0])
-    e = entries[i] if i is not None else None
-    if e is None or i is None or e.unit.where != u.where:
-        return None
-    theirs = facts.reworded(e.unit)
-    if theirs is None or not (mine[2] & theirs[2]) or mine[1] <= theirs[1]:
-        return None
-    return i
 
 
 def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> list[int]:
