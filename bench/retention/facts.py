@@ -16,6 +16,7 @@ from bench.retention import phrasing as ph
 from bench.retention import tooling
 from bench.retention import words as w
 from bench.retention.probe import Probe, answers
+from bench.retention.score import lines as score_lines
 from bench.retention.tooling import Call
 
 
@@ -202,3 +203,32 @@ class Facts:
             s, a = about, self.r.choice(ph.SERVICE_ATTRS)
         line = self.r.choice(ph.UNRELATED_TEMPLATES)(s, a.label, self.fresh(a.make))
         self.put(pos, self.r.choice(("user", "user", "assistant")), line)
+
+    # -- lines that state dozens of facts (issue 25, causes 1 and 7) ------------------------------
+    def records(self, pos: float, probed: int, speaker: str = "user") -> None:
+        """One message whose line states 24-60 facts in one syntax (`KEY=VALUE; ...`, `KEY=VALUE |
+        ...`, `key: value, ...` or `a -> b, ...` routing edges) under a header said inline or on
+        the line before; `probed` of its pairs are probes, the last pair always (a line cap cut
+        the tail first)."""
+        r = self.r
+        syntax = r.choice(("eq", "pipe", "colon", "arrow"))
+        sep = {"eq": "; ", "pipe": " | ", "colon": ", ", "arrow": ", "}[syntax]
+        makes = (w.port, w.semver, w.duration, w.percent, w.number, lambda g: w.hexstr(g, 10))
+        pairs: list[tuple[str, str]] = []
+        for _ in range(r.randint(24, 60)):
+            if syntax == "arrow":
+                pairs.append((self.n.service(), self.service()))
+            else:
+                pairs.append((self.n.param(), self.fresh(r.choice(makes))))
+        joint = {"eq": "=", "pipe": "=", "colon": ": ", "arrow": " -> "}[syntax]
+        body = sep.join(f"{k}{joint}{v}" for k, v in pairs)
+        header = r.choice(("ROUTING TABLE", "Routing edges (authoritative):") if syntax == "arrow" else
+                          ("Authoritative records:", "CURRENT PARAMETERS", "Config dump, all current:"))
+        line = body if header.isupper() or r.random() < 0.5 else f"{header} {body}"
+        self.put(pos, speaker, line if line != body else f"{header}\n{body}")
+        for i in sorted({len(pairs) - 1, *r.sample(range(len(pairs) - 1), probed - 1)}):
+            k, v = pairs[i]
+            question = f"Where does {k} route to?" if syntax == "arrow" else f"What is {k} set to?"
+            self.record(True, category="value", question=question, subject=k, answer=v, template=f"records-{syntax}",
+                        speaker=speaker, position=pos,
+                        statement=next(x for x in score_lines([line]) if answers(x, k, v)))

@@ -34,6 +34,9 @@ from longrun.models.blocks import Message
 
 SHAPES = ("sparse", "dense")
 PROBES_PER_CATEGORY = 15
+RECORD_PROBES = 4
+"""Of a conversation's value probes, how many are pairs in lines that state dozens of facts (two
+lines, two probes each; `Facts.records`)."""
 MIN_TOKENS, MAX_TOKENS = 30_000, 60_000
 TARGET_RANGE = {"sparse": (36_000, 54_000), "dense": (40_000, 58_000)}  # drawn per seed
 
@@ -127,7 +130,12 @@ def conversation(seed: int, shape: str = "sparse") -> Conversation:
 
     # probes: 15 per category, spread over the conversation, speakers mixed
     for category in CATEGORIES:
-        for pos in _positions(r, PROBES_PER_CATEGORY, 0.12 if category == "correction" else 0.0):
+        spots = _positions(r, PROBES_PER_CATEGORY - (RECORD_PROBES if category == "value" else 0),
+                           0.12 if category == "correction" else 0.0)
+        if category == "value":  # some values stated in lines of dozens of pairs
+            for lo in range(RECORD_PROBES // 2):
+                facts.records(r.uniform(lo / (RECORD_PROBES // 2), (lo + 1) / (RECORD_PROBES // 2)), 2)
+        for pos in spots:
             if category == "value":
                 facts.value(pos, True)
             elif category == "tool":

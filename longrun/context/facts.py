@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from longrun.context import kinds
+from longrun.context import atomic, kinds
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -150,7 +150,8 @@ class Unit:
 
     @property
     def is_fact(self) -> bool:
-        return bool(self.values or self.names) or ((self.relation or self.status or self.instruction) and bool(self.words))
+        return bool(self.values or self.names) or ((self.relation or self.status or self.instruction) and bool(self.words)) or (
+            bool(self.words & kinds.DAYS) and len(self.words) > 1)  # "the deadline is Thursday": a day is a value
 
 
 def split_units(text: str, prose: bool = True) -> list[str]:
@@ -165,10 +166,16 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
     """`split_units`, cached: a compaction reads the same messages when it sizes its tail, when it
     extracts them into the fact store and when it decides which human messages to quote."""
     out: list[str] = []
+    header = ""
     for raw in text.splitlines():
         line = " ".join(raw.split())
         if not line or set(line) <= set("|-:+=*#_ `~"):
             continue
+        pairs = atomic.pairs(line, header)
+        if pairs:
+            out += pairs
+            continue
+        header = line if atomic.header_like(line) else ""
         # a rule keeps its line whole: "Budget cap is $956 total. Never exceed without explicit
         # approval." is one fact, and either half alone misleads; so does a labelled line ("GOAL
         # STATE: ..."), whose label types every sentence after it
@@ -289,6 +296,8 @@ SYNONYMS = {
 """Attribute words of software-project facts that name the same thing ("pages @x" and "on-call
 handle is @y"): a correction that says it one way replaces the line that said it the other."""
 _CANON = {form: group for group, words in SYNONYMS.items() for w in words for form in (w, _stem(w))}
+CANON = _CANON
+"""A word or its stem -> its synonym group (`reword` normalises topics with it)."""
 
 
 def attributes(u: Unit) -> set[str]:
@@ -413,3 +422,4 @@ def information(u: Unit) -> float:
     if u.source == "tool" and (code_like(u.text) or log_like(u.text)):
         weight *= 0.2
     return base * weight
+

@@ -81,6 +81,12 @@ STATUS_CUE = re.compile(
 )
 
 
+DAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
+                  "february", "march", "april", "june", "july", "august", "september", "october", "november",
+                  "december"))
+"""Weekdays and months: values ("the deadline is Thursday"), not what a line is about."""
+
+
 def strip_label(text: str) -> tuple[str, str]:
     """(the label, lowercase, or ""; the text without it). Only the first label goes."""
     m = LABEL.match(text)

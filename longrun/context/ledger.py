@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from longrun.context import facts, kinds
+from longrun.context import facts, kinds, reword
 from longrun.context.facts import Unit
 from longrun.context.index import STATE_TOOLS, is_short
 from longrun.context.tokens import estimate_text
@@ -239,11 +239,15 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
     entries: list[Entry | None] = []
     by_key: dict[tuple[str, frozenset[str]], int] = {}
     near: dict[str, set[int]] = {}  # subject name or held value -> entries that have it
+    by_topic: dict[frozenset[str], int] = {}  # normalised topic (`reword.topic`) -> latest entry
 
     def add(e: Entry) -> None:
         i = len(entries)
         entries.append(e)
         by_key[e.unit.key] = i
+        topic = reword.topic(e.unit)
+        if topic is not None and e.unit.source != "note":
+            by_topic[topic[0]] = i
         for term in facts.subjects(e.unit) | facts.held_values(e.unit):
             near.setdefault(term, set()).add(i)
 
@@ -271,6 +275,8 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
             final = prior is not None and u.correction
         if prior is None:
             prior = _same_subject(u, entries, nearby)
+        if prior is None:
+            prior = reword.replaces(u, by_topic, entries)
         old_entry = entries[prior] if prior is not None else None
         if old_entry is not None and prior is not None:
             if facts.template(old_entry.unit.text) == facts.template(u.text):

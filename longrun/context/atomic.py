@@ -1,0 +1,84 @@
+"""Atomic facts: a line that states many facts ("KEY=VALUE; KEY=VALUE; ...", "key: value, key:
+value, ...", "A -> B, C -> D") read as one unit per pair.
+
+Why (issue 25, causes 1 and 7): read as one unit, a line of sixty pairs had one key (all sixty
+keys), so a later `KEY=NEW` for one of them could not supersede that pair alone, and the line was
+cut at `facts.MAX_UNIT_CHARS` with "…": everything after the cut was gone from the ledger. One
+unit per pair gives each its own subject, so each is selected, superseded and recalled on its own,
+and none is cut.
+
+A header scopes its pairs when it names something ("billing-svc config: port=8443; ...") or types
+them ("HARD CONSTRAINT: MAX_SPEND=500; ..."): the pair is then said under it ("billing-svc:
+port=8443"), so two services' `port` pairs do not share a subject. A header that only says what
+follows ("Authoritative records:", "ROUTING TABLE") is not repeated on each pair.
+
+Conservative: a line splits only when *every* part separated by `;`, `,` or `|` is a pair of one
+syntax (two at least; three for `key: value`, which prose uses more), so a sentence with a colon
+or an arrow stays whole. Linear in the line, no model.
+"""
+
+from __future__ import annotations
+
+import re
+
+from longrun.context import kinds
+
+_EQ = re.compile(r"^[A-Za-z_][\w.\-/\[\]]{0,80}\s*=\s*\S.*$")
+_ARROW = re.compile(r"^\S.{0,120}?\s*(?:->|=>|→)\s*\S.*$")
+_COLON = re.compile(r"^[A-Za-z][\w.\-/ ]{0,40}?\s*:\s+[^:\s][^:]*$")
+_STYLES: tuple[tuple[re.Pattern[str], int], ...] = ((_EQ, 2), (_ARROW, 2), (_COLON, 3))
+"""Each pair syntax with the fewest pairs a line must hold to be split by it."""
+_HEAD = re.compile(r"^(?P<head>[^=:→]{1,80}?)\s*:\s+(?P<rest>\S.*)$")
+_SCOPE_NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[A-Za-z]+\d+[A-Za-z0-9]*\b|(?:[\w.-]+/)+[\w.-]+")
+"""Names a header scopes its pairs with (billing-svc, eu-west-2, node7, config/app.yaml)."""
+MAX_HEADER_CHARS = 80
+
+
+def header_like(line: str) -> bool:
+    """A short line that introduces what follows ("ROUTING TABLE", "Authoritative records:")."""
+    if len(line) > MAX_HEADER_CHARS:
+        return False
+    body = line.strip("#*_ ")
+    return body.endswith(":") or (body.upper() == body and any(c.isalpha() for c in body))
+
+
+def scope(header: str) -> str:
+    """What a header adds to each of its pairs: its names, or itself when it types them (a rule,
+    a decision, a status or a preference); "" when it only announces them."""
+    h = header.strip("#*_ ").rstrip(":").strip()
+    if not h:
+        return ""
+    names = _SCOPE_NAME.findall(h)
+    if names:
+        return " ".join(dict.fromkeys(names))
+    label, _ = kinds.strip_label(h + ": x")
+    if (label and kinds.classify("x", label=label) != "value") or kinds.RULE.search(h):
+        return h
+    return ""
+
+
+def pairs(line: str, header: str = "") -> list[str]:
+    """The pairs `line` states, one text each (under its header's scope, `scope`), or [] when the
+    line is not a line of pairs. `header` is the line before it, if that one introduced it."""
+    for sep in (";", ",", "|"):
+        if line.count(sep) < 1:
+            continue
+        segs = [s.strip() for s in line.split(sep)]
+        while segs and not segs[-1].strip(" ."):
+            segs.pop()
+        if len(segs) < 2:
+            continue
+        segs[-1] = segs[-1].rstrip(".").rstrip()
+        for rx, least in _STYLES:
+            if len(segs) < least:
+                continue
+            head, first = "", segs[0]
+            if not rx.match(first):
+                m = _HEAD.match(first)
+                if not m or not rx.match(m.group("rest")):
+                    continue
+                head, first = m.group("head"), m.group("rest")
+            if all(rx.match(s) for s in segs[1:]):
+                said = scope(head) if head else scope(header)
+                return [f"{said}: {s}" if said else s for s in (first, *segs[1:])]
+    return []

@@ -1,0 +1,72 @@
+"""Atomic facts (issue 25, causes 1 and 7): a line that states many facts becomes one store row
+per fact, each superseded on its own, none cut off with "…"."""
+
+from __future__ import annotations
+
+from longrun.context import facts, ledger
+from longrun.context.factstore import FactStore
+from longrun.models import Message
+
+PAIRS = [f"SVC_{i:02d}_PORT={8000 + i}" for i in range(60)]
+
+
+def _rows(store: FactStore, *texts: str) -> None:
+    for t in texts:
+        units = ledger.units_of([Message.user_text(t)], {})
+        store.extend([(u, len(store.rows) + 1) for u in units])
+
+
+def test_a_sixty_pair_line_is_sixty_rows_and_a_later_value_supersedes_only_its_pair() -> None:
+    store = FactStore()
+    _rows(store, "Authoritative records: " + "; ".join(PAIRS) + ".")
+    assert sorted(r.text for r in store.current()) == sorted(PAIRS), "every pair a row of its own, the tail too"
+    assert not any("…" in r.text for r in store.rows)
+    _rows(store, "SVC_37_PORT=9999")
+    current = {r.text for r in store.current()}
+    assert "SVC_37_PORT=9999" in current and "SVC_37_PORT=8037" not in current
+    assert current == (set(PAIRS) - {"SVC_37_PORT=8037"}) | {"SVC_37_PORT=9999"}, "only that pair is superseded"
+    new = next(r for r in store.rows if r.text == "SVC_37_PORT=9999")
+    assert [store.rows[s - 1].text for s in new.supersedes] == ["SVC_37_PORT=8037"]
+
+
+def test_routing_edges_and_key_colon_value_lines_split_under_their_header() -> None:
+    assert facts.split_units("ROUTING TABLE\napi-gw -> billing-svc, billing-svc -> ledger-db") == [
+        "ROUTING TABLE", "api-gw -> billing-svc", "billing-svc -> ledger-db"]
+    assert facts.split_units("billing-svc config: port: 8443, timeout: 30s, retries: 3") == [
+        "billing-svc: port: 8443", "billing-svc: timeout: 30s", "billing-svc: retries: 3"], "a naming header scopes them"
+    assert facts.split_units("HARD CONSTRAINT: MAX_SPEND=500; MAX_HEADCOUNT=3") == [
+        "HARD CONSTRAINT: MAX_SPEND=500", "HARD CONSTRAINT: MAX_HEADCOUNT=3"], "a typing header keeps their kind"
+    assert all(facts.analyse(t, "user").kind == "rule" for t in facts.split_units("HARD CONSTRAINT: MAX_SPEND=500; MAX_HEADCOUNT=3"))
+
+
+def test_prose_with_commas_colons_or_semicolons_stays_whole() -> None:
+    for line in ("We use Python: fast, simple, and clean.", "Note: the port is 8443; the host is x.",
+                 "Owner: alice, who also runs the billing on-call."):
+        assert facts.split_units(line, prose=False) == [line], line
+
+
+def test_two_services_same_key_under_their_own_headers_stay_distinct() -> None:
+    store = FactStore()
+    _rows(store, "billing-svc: port=8443; timeout=30s", "auth-svc: port=9443; timeout=45s")
+    assert len(store.current()) == 4, [r.text for r in store.current()]
+
+
+def _current(*texts: str) -> list[str]:
+    return [e.unit.text for e in ledger.fold([], ledger.units_of([Message.user_text(t) for t in texts], {}))]
+
+
+def test_a_reworded_rename_or_move_supersedes_the_old_value() -> None:
+    assert _current("FACT: The project codename is DNSNU-172.", "We are calling the project RIECI-121 now.") == [
+        "We are calling the project RIECI-121 now."]
+    assert _current("The deadline is Thursday.", "We moved the deadline to Friday.") == ["We moved the deadline to Friday."]
+    assert _current("FACT: Launch deadline is 2027-03-04.", "Update: the launch date moved to 03-12 (March 12).") == [
+        "Update: the launch date moved to 03-12 (March 12)."]
+
+
+def test_a_rewording_about_another_subject_supersedes_nothing() -> None:
+    for pair in (("HARD CONSTRAINT: Project spending ceiling is $500.", "HARD CONSTRAINT: Conference spending ceiling is $350."),
+                 ("The deadline is Thursday.", "The demo is Friday."),
+                 ("T-14 is blocked on review.", "T-15 is blocked on review."),
+                 ("The billing-svc codename is ABC-1.", "We are calling the auth-svc XYZ-2 now."),
+                 ("The project codename is DNSNU-172.", "The project deadline is Friday.")):
+        assert _current(*pair) == list(pair), pair
