@@ -47,11 +47,12 @@ DEFAULT_SAMPLE = REPO / "samples" / "forensic-demo"
 APPROVER = "demo-approver"
 OBJECTIVE = ("Customers report that invoice totals are too low: some order lines seem to be missing from the "
              "total. Find the defect, propose a fix, and check it with the tests.")
-DEMO_BUDGET = 7_500
-"""Tokens one request may take. A real window is 200k or more; 7.5k makes the small sample behave
-like a long run, so the compaction trigger (75% of the budget, 5.6k) fires a few times. The
+DEMO_BUDGET = 7_800
+"""Tokens one request may take. A real window is 200k or more; 7.8k makes the small sample behave
+like a long run, so the compaction trigger (75% of the budget, 5.8k) fires a few times. The
 budget is set so about 1.3k stays free above the fixed part of every request (system prompt,
-16 tool definitions of about 3.4k tokens, the state block): 6k was right for 12 tools."""
+17 tool definitions of about 3.6k tokens, the state block): 6k was right for 12 tools, 7.5k for 16
+(before `recall`, at 7.5k, one request right after a compaction went over the trigger)."""
 DEMO_TIMEOUT = 110.0
 
 

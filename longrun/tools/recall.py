@@ -156,17 +156,15 @@ def _recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 RECALL = Tool(
     name="recall",
     description=(
-        "Look up a fact of this run the compacted context may have left out: whatever the summary does not show is "
-        "one recall away. query is a subject or words the fact holds (all must match); kind narrows it "
-        f"({', '.join(KINDS)}). Answers with each fact's current value, the transcript seq it came from, who said it "
-        "and what it superseded; superseded facts come after current ones, marked. When the fact store has nothing, "
-        "it searches the recent transcript text."
+        "Find a fact of this run the summary left out: query is words the fact holds (all must match), kind "
+        "narrows it. Answers with the current value, its transcript seq and what it superseded, else with recent "
+        "transcript text."
     ),
     input_schema={
         "type": "object",
         "properties": {
             "query": {"type": "string", "minLength": 1, "maxLength": 500,
-                      "description": "a subject or words the fact holds, e.g. 'database port'"},
+                      "description": "words the fact holds, e.g. 'database port'"},
             "kind": {"type": "string", "enum": KINDS},
         },
         "required": ["query"],
