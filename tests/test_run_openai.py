@@ -103,7 +103,11 @@ async def test_a_whole_run_with_approval_compaction_and_no_canary_sent(
     spec = spec_for(api, fake, ws,
                     objective=OBJECTIVE + f" (The CI key, if you need it: {c['anthropic_key']})",
                     allowed_commands=[TEST_ARGV, EMIT_ARGV, ENV_ARGV],
-                    context=ContextPolicy(trigger=3_000, keep=1, clear_at_least=200, tail_tokens=800,
+                    # the trigger sits above the fixed part (system prompt, ~3.5k of tool definitions, the
+                    # state block: about 4.1k), so a compaction has room for a summary body to ask the
+                    # model for; at 3k it aimed at the fixed part and whether a body fitted at all
+                    # depended on a few tokens of tool descriptions
+                    context=ContextPolicy(trigger=5_000, keep=1, clear_at_least=200, tail_tokens=800,
                                           max_summary_tokens=600))
     async with running_worker(temporal_client, store) as h:
         run_id = await h.start(spec)
@@ -142,7 +146,7 @@ async def test_a_whole_run_with_approval_compaction_and_no_canary_sent(
     audit = {f"audit {r.seq}": json.dumps(r.event.model_dump(mode="json")) for r in store.audit(run_id)}
     assert leaks({**requests, **transcript, **audit}, c) == []
     seen = " ".join(requests.values())
-    for kind in ("aws_access_key", "private_key", "github_token", "slack_token", "jwt", "anthropic_key"):
+    for kind in ("aws_access_key", "private_key_file", "github_token", "slack_token", "jwt", "anthropic_key"):
         assert f"[REDACTED:{kind}]" in seen, f"the model never saw a redacted {kind}"
     other_key = OPENAI_KEY if api == "chat" else KEY
     assert other_key not in seen, "a key went to a server it does not belong to"

@@ -27,6 +27,10 @@ from longrun.providers.provider_context import ITEM_KEY, carries_compaction, man
 
 REPORT_KEY = "longrun_provider_context"
 """On the first block of an assistant message: what the provider reported for that call."""
+GOAL_HEADING = "## Goal"
+BODY_BESIDE_ITEM = 300
+"""Tokens of the extractive body put back beside a provider's compaction item when longrun's own
+compaction left it out for the facts."""
 SUMMARY_HEAD = ("[The provider compacted the conversation before this point into an opaque item, sent back to it "
                 "verbatim. longrun's own summary of what it replaced, for people and for any later request "
                 "without the item:]\n")
@@ -69,11 +73,15 @@ def longrun_summary(items: Sequence[TranscriptItem], *, previous: Projection | N
     projection = compact(items, previous=previous, state=state, policy=everything, window=window,
                          trigger="operator", calibration=calibration, summarizer=ExtractiveSummarizer(),
                          system=system, tools=tools, force=True)
-    if projection.summary:
-        return projection.summary
     messages = [it.message for it in items]
-    return ExtractiveSummarizer().summarize(messages, previous.summary if previous else None, state,
-                                            policy.max_summary_tokens)
+    if projection.summary and GOAL_HEADING in projection.summary:
+        return projection.summary
+    # The compaction gave its room to the facts and wrote no body (in a request the state block
+    # carries the goal); this summary is read beside the opaque item, without the state block, so
+    # it gets the body's goal, progress and next step back, within a small budget.
+    body = ExtractiveSummarizer(facts=False).summarize(messages, previous.summary if previous else None, state,
+                                                       min(BODY_BESIDE_ITEM, policy.max_summary_tokens))
+    return body + "\n\n" + projection.summary if projection.summary else body
 
 
 def record(content: list[Block], report: ProviderContextReport, summary: str | None) -> tuple[list[Block], int | None]:
