@@ -136,7 +136,14 @@ async def test_a_whole_run_with_approval_compaction_and_no_canary_sent(
     assert {c.model for c in calls} == {APIS[api][0]}
     assert sum(c.usage.cache_read_input_tokens for c in calls) > 0
     turns = [r for r in sent if r.body.get("tools")]  # the others are stage 2's summaries, by the same model
-    assert len(turns) < len(sent), "the summary went to the run's model"
+    # Each summary body the model wrote was asked of the run's model. Since the fact store (issue
+    # 25), a compaction whose facts need the room writes no body at all (`summary_source` "none",
+    # the state block carries the goal), and how often that happens here depends on the random
+    # canaries' sizes; so the check counts the bodies the reports say the model wrote.
+    sources = [p.report.summary_source for p in store.projections(run_id)]
+    assert set(sources) <= {"model", "none", "extractive"}
+    assert len(sent) - len(turns) >= sources.count("model"), "the summary went to the run's model"
+    assert all(r.body.get("model") == APIS[api][0].split(":", 1)[1] for r in sent)
     assert [c.usage.total_input for c in calls] == [r.response["usage"][
         "prompt_tokens" if api == "chat" else "input_tokens"] for r in turns]
 
