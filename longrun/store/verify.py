@@ -105,7 +105,7 @@ class VerifyMixin(StoreCore):
             return ChainVerdict(
                 ok=True, table=None, row=None, run_id=run_id,
                 reason=f"{run.state_count} state versions, {run.transcript_count} transcript entries, "
-                f"{run.audit_count} audit events, {closed_head.count} closed items",
+                f"{run.audit_count} audit events" + (f", {closed_head.count} closed items" if closed_head.count else ""),
             )
 
         return self._tx("verify_chain", tx)
