@@ -85,7 +85,7 @@ async def test_unsigned_forged_stale_and_misbound_proofs_are_refused_and_a_valid
             await send(alice.sign(record("run-elsewhere", aid, ahash, alice)))
 
         assert (await h.status(run_id)).status == "waiting_approval", "every refusal leaves the request open"
-        assert store.load_state(run_id).approvals == []
+        assert store.all_approvals(run_id) == []
         assert len(refusals(store, run_id)) == 7, "every refusal is audited"
 
         valid = alice.sign(record(run_id, aid, ahash, alice))
@@ -98,7 +98,7 @@ async def test_unsigned_forged_stale_and_misbound_proofs_are_refused_and_a_valid
     assert (ws / "hello.txt").read_text() == "hello world\n"
     [granted] = [r.event for r in store.audit(run_id) if isinstance(r.event, ApprovalGranted)]
     assert granted.proof == valid and granted.approver == "alice"
-    [approval] = store.load_state(run_id).approvals
+    [approval] = store.all_approvals(run_id)
     assert approval.key_id == alice.key_id and approval.used
     report = verify_decisions(store, run_id)
     assert report.ok and report.checked == 1, report
@@ -130,7 +130,7 @@ async def test_revoked_and_expired_keys_sign_nothing(store, temporal_client, tmp
         await api.approve(h.client, run_id, pending.approval_id, fresh, store=store)
         assert (await h.result(run_id)).status == "completed"
     assert [r for r in refusals(store, run_id) if "revoked" in r] and [r for r in refusals(store, run_id) if "expired" in r]
-    assert store.load_state(run_id).approvals[0].key_id == fresh.key_id
+    assert store.all_approvals(run_id)[0].key_id == fresh.key_id
 
 
 async def test_start_refuses_an_approver_who_is_not_a_principal(store, temporal_client, tmp_path):

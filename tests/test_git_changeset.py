@@ -183,7 +183,7 @@ async def test_a_run_on_a_git_workspace_commits_each_edit_on_its_branch(
         "move_path: moved src/app.py -> src/app/main.py", "apply_patch: patched hello.txt: replaced 1 occurrence "
         "(1 line(s) -> 1 line(s)); sha256 " + messages[1].strip().splitlines()[0].rsplit(" ", 1)[1]]
     state = store.load_state(run_id)
-    for message, approval in zip(reversed(messages), state.approvals, strict=True):
+    for message, approval in zip(reversed(messages), store.all_approvals(run_id, state), strict=True):
         assert f"Longrun-Approval: {approval.id}" in message and "Longrun-Approver: alice" in message
         assert f"Longrun-Action-Hash: {approval.action_hash}" in message
     committed = [e for e in events if isinstance(e, ChangeCommitted)]

@@ -66,7 +66,7 @@ async def test_kill_9_during_a_git_backed_edit_leaves_exactly_one_commit(store, 
         await wait_for_file(marker, 60)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(10)
-        assert [e.status for e in store.load_state(run_id).effects] == [EffectStatus.unknown]
+        assert [e.status for e in store.all_effects(run_id)] == [EffectStatus.unknown]
         second = spawn(db_url, address, queue, phase, 0.0, tmp_path / "unused", tmp_path / "home", tmp_path / "w2.log")
         result = await h.result(run_id, timeout=120)
     finally:
@@ -81,7 +81,7 @@ async def test_kill_9_during_a_git_backed_edit_leaves_exactly_one_commit(store, 
     subjects = git(repo, "log", "--format=%s", f"main..{branch}").splitlines()
     assert len(subjects) == 1, f"exactly one commit for the edit, got {subjects}"
     assert subjects[0].startswith("write_file: ")
-    action = store.load_state(run_id).effects[0].action_id
+    action = store.all_effects(run_id)[0].action_id
     assert git(repo, "log", "-1", "--format=%(trailers:key=Longrun-Action,valueonly)", branch).strip() == action
     assert (tree / "notes/today.txt").read_text() == "written once\n"
     assert git(tree, "status", "--porcelain") == "", "nothing left uncommitted in the worktree"

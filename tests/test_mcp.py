@@ -107,7 +107,7 @@ async def test_stdio_tools_listed_read_runs_and_effect_waits_for_a_signed_approv
 
     assert verdicts(store, run_id, "mcp__logs__search_logs") == [("deny", "tool"), ("allow", "read")]
     assert [v for v, _ in verdicts(store, run_id, "mcp__logs__create_ticket")] == ["needs_approval", "allow"]
-    [effect] = [e for e in store.load_state(run_id).effects if e.tool == "mcp__logs__create_ticket"]
+    [effect] = [e for e in store.all_effects(run_id) if e.tool == "mcp__logs__create_ticket"]
     assert effect.status is EffectStatus.confirmed and effect.external_id
     kinds = [r.kind for r in store.audit(run_id)
              if getattr(r.event, "tool", None) == "mcp__logs__create_ticket" and r.kind != "gate_verdict"]
@@ -171,7 +171,7 @@ async def test_a_server_that_dies_mid_effect_leaves_it_unknown_for_a_human(store
         paused = await h.wait_for(run_id, lambda s: s.status == "paused", what="the run to ask a human")
         assert "gave no answer to crash_midway" in paused.reason and "is unknown" in paused.reason
         assert (state / "crash_started").read_text() == "prod", "the call reached the server before it died"
-        [effect] = [e for e in store.load_state(run_id).effects if e.tool == "mcp__ops__crash_midway"]
+        [effect] = [e for e in store.all_effects(run_id) if e.tool == "mcp__ops__crash_midway"]
         assert effect.status is EffectStatus.unknown, "nobody knows whether the deploy happened"
         assert store.load_state(run_id).next_action.value == "ask_human"
         await api.control(h.client, run_id, "cancel")
@@ -199,7 +199,7 @@ async def test_an_idempotent_tool_that_dies_mid_call_is_an_error_result_and_the_
     assert result.status == "completed", result.reason
     got = results(store, run_id)["toolu_m002_0"]
     assert got.is_error and "gave no answer to crash_midway" in text(got) and "Connection closed" in text(got)
-    [effect] = [e for e in store.load_state(run_id).effects if e.tool == "mcp__ops__crash_midway"]
+    [effect] = [e for e in store.all_effects(run_id) if e.tool == "mcp__ops__crash_midway"]
     assert effect.status is EffectStatus.none
 
 
@@ -216,7 +216,7 @@ async def test_a_tool_description_that_asks_the_model_to_approve_itself_changes_
         assert waiting.status == "waiting_approval", "the server's 'read-only, pre-approved' claims are not trusted"
         pending = waiting.pending_approval
         assert pending.tool == "mcp__logs__purge_logs"
-        assert store.load_state(run_id).approvals == [], "the recorded 'approval by alice' is only a decision note"
+        assert store.all_approvals(run_id) == [], "the recorded 'approval by alice' is only a decision note"
         assert not (state / "purged").exists()
         shown = "\n".join(render_view(approval_view(store, run_id, pending.approval_id), ["alice"]))
         assert "readOnlyHint=true" in shown and "never trusted" in shown and "PRE-APPROVED by alice" in shown
@@ -238,5 +238,5 @@ async def test_a_tool_description_that_asks_the_model_to_approve_itself_changes_
     audit = [r.event for r in store.audit(run_id)]
     assert not [e for e in audit if isinstance(e, ApprovalGranted)]
     assert [e.approver for e in audit if isinstance(e, ApprovalRejected)] == ["alice"]
-    assert [e for e in store.load_state(run_id).effects if e.tool == "mcp__logs__purge_logs"] == []
+    assert [e for e in store.all_effects(run_id) if e.tool == "mcp__logs__purge_logs"] == []
     assert store.verify_chain(run_id).ok

@@ -88,7 +88,7 @@ async def kill_mid_call(store, db_url, temporal_env, tmp_path, **declared):
     finally:
         if first.poll() is None:
             first.kill()
-    [effect] = store.load_state(run_id).effects
+    [effect] = store.all_effects(run_id)
     assert effect.status is EffectStatus.unknown, "the kill left the effect unknown"
     return h, run_id, state, spawn_worker(db_url, address, task_queue, tmp_path / "worker2.log", config)
 
@@ -100,7 +100,7 @@ async def test_a_worker_killed_mid_mcp_effect_leaves_it_to_a_human_and_never_rep
     try:
         paused = await h.wait_for(run_id, lambda s: s.status == "paused", timeout=90, what="the run to ask a human")
         assert "cannot be asked whether mcp__tracker__slow_ticket ran" in paused.reason
-        [effect] = store.load_state(run_id).effects
+        [effect] = store.all_effects(run_id)
         assert effect.status is EffectStatus.unknown and effect.attempts == 2
         assert tickets(state) == ["db pool exhausted"], "the undecidable effect was not run again"
         await api.control(h.client, run_id, "cancel")
@@ -120,5 +120,5 @@ async def test_an_idempotent_mcp_effect_runs_again_after_the_kill(store, db_url,
         second.wait(10)
     assert result.status == "completed", result.reason
     assert tickets(state) == ["db pool exhausted"] * 2, "declared idempotent: the call ran again"
-    [effect] = store.load_state(run_id).effects
+    [effect] = store.all_effects(run_id)
     assert effect.status is EffectStatus.confirmed and effect.attempts == 2

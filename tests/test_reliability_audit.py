@@ -91,6 +91,7 @@ async def test_the_timeline_is_rebuilt_from_postgres_after_temporal_forgets_the_
         after = _snapshot(fresh, run_id)
         verdict = fresh.verify_chain(run_id)
         state = fresh.load_state(run_id)
+        effects = fresh.all_effects(run_id, state)
         record = fresh.get_run(run_id)
     assert after == before
     assert verdict.ok, str(verdict)
@@ -99,7 +100,7 @@ async def test_the_timeline_is_rebuilt_from_postgres_after_temporal_forgets_the_
     for kind in ("model_called", "gate_verdict", "effect_intent", "effect_settled", "tool_ran"):
         assert kind in kinds, f"{kind} missing from the audit log"
     assert record.status == "completed" and record.reason == result.reason
-    assert [(e.tool, e.status.value, e.attempts) for e in state.effects] == [
+    assert [(e.tool, e.status.value, e.attempts) for e in effects] == [
         ("send_message", "confirmed", 1), ("write_file", "confirmed", 1)]
     assert [d.summary for d in state.decisions] == ["tell the team"]
     assert len(after["transcript"]) == 1 + 2 * len(PLAN) + 1  # opening, call + result per turn, final report

@@ -51,7 +51,7 @@ async def test_a_failed_grant_leaves_the_request_answerable(store, temporal_clie
         assert faulty.fired["reapply_on_head"] == 1, "the grant's write was refused once, and not retried"
         after = await h.status(run_id)
         assert after.status == "waiting_approval" and after.pending_approval.approval_id == pending.approval_id
-        assert store.load_state(run_id).approvals == [], "nothing was granted"
+        assert store.all_approvals(run_id) == [], "nothing was granted"
         failed = [r.event for r in store.audit(run_id) if r.kind == "approval_failed"]
         assert len(failed) == 1 and failed[0].approver == "alice" and "injected" in failed[0].reason
 
@@ -87,5 +87,5 @@ async def test_cancel_escapes_a_grant_still_being_written_when_the_request_expir
             await answer
 
     assert result.status == "cancelled"
-    assert store.load_state(run_id).approvals == []
+    assert store.all_approvals(run_id) == []
     assert (tmp_path / "ws" / "hello.txt").read_text() == "helo world\n"

@@ -40,7 +40,7 @@ async def test_refusals_write_nothing_and_rejection_reaches_the_model(store, tem
             await api.approve(h.client, run_id, "apr-0000000000000000", "alice")
         assert len(store.state_history(run_id)) == before_versions, "a refused approval writes no state"
         assert len(store.audit(run_id)) == before_audit, "a refused approval writes no audit row"
-        assert store.load_state(run_id).approvals == []
+        assert store.all_approvals(run_id) == []
 
         await api.reject(h.client, run_id, pending.approval_id, "alice", "the typo is intended")
         with pytest.raises(ApprovalError, match="already decided|no pending approval"):
@@ -80,8 +80,9 @@ async def test_approval_is_bound_to_the_action_and_used_once(store, temporal_cli
         result = await h.result(run_id)
     assert result.status == "completed"
     state = store.load_state(run_id)
-    assert len(state.approvals) == 1 and state.approvals[0].used
-    assert [e.status.value for e in state.effects if e.tool == "apply_patch"] == ["confirmed"]
+    approvals = store.all_approvals(run_id, state)  # used: closed, in `closed_items`
+    assert state.approvals == [] and len(approvals) == 1 and approvals[0].used
+    assert [e.status.value for e in store.all_effects(run_id, state) if e.tool == "apply_patch"] == ["confirmed"]
     assert (ws / "hello.txt").read_text() == "hello world\n"
 
 
@@ -104,4 +105,4 @@ async def test_injected_approval_text_creates_no_approval_and_no_effect(store, t
         await api.control(h.client, run_id, "cancel")
         result = await h.result(run_id)
     assert result.status == "cancelled"
-    assert store.load_state(run_id).effects == []
+    assert store.all_effects(run_id) == []

@@ -86,11 +86,14 @@ async def test_kill_9_during_an_effect_applies_it_exactly_once(store, db_url, te
     assert result.status == "completed", result.reason
     assert sorted(counts.values()) == [1, 1], f"each effect exactly once at the target, got {counts}"
     state = store.load_state(run_id)
-    assert [e.status for e in state.effects] == [EffectStatus.confirmed, EffectStatus.confirmed]
-    assert state.effects[0].attempts == 2 and state.effects[0].external_id == "msg-1"
+    assert state.effects == [], "settled effects left the state, in the write that settled them"
+    effects = store.all_effects(run_id, state)
+    assert [e.status for e in effects] == [EffectStatus.confirmed, EffectStatus.confirmed]
+    assert effects[0].attempts == 2 and effects[0].external_id == "msg-1"
+    assert [r.item_id for r in store.closed_items(run_id, "effect")] == [e.action_id for e in effects]
 
     events = [(r.kind, r.event) for r in store.audit(run_id)]
-    first_action = state.effects[0].action_id
+    first_action = effects[0].action_id
     settled = next(i for i, (k, e) in enumerate(events) if k == "effect_settled" and e.action_id == first_action)
     assert events[settled][1].how == "reconciled"
     retry = next(i for i, (k, e) in enumerate(events) if k == "effect_intent" and e.attempt == 2)

@@ -145,7 +145,7 @@ async def test_a_child_cannot_cause_effects_or_start_a_grandchild(store, tempora
     assert store.list_runs(parent_run_id=child.run_id) == [], "no grandchild"
     verdicts = [(r.event.tool, r.event.verdict) for r in store.audit(child.run_id) if r.kind == "gate_verdict"]
     assert sorted(verdicts[:3]) == [("task", "deny"), ("write_file", "deny"), ("write_note", "deny")]
-    assert store.load_state(child.run_id).notes == [] and store.load_state(child.run_id).effects == []
+    assert store.load_state(child.run_id).notes == [] and store.all_effects(child.run_id) == []
     tools_offered = {t.name for t in provider.parent_requests[0].tools}
     assert "task" in tools_offered
 

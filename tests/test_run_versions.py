@@ -61,7 +61,7 @@ async def test_a_moved_head_sends_the_effect_back_through_the_gate(store, tempor
     intent = next(v for v in history if v.reason == f"intent {action}")
     assert intent.version == racer.version + 1 == gates[1].state_version + 1, "the intent lands on the version re-checked"
     assert "raced" in intent.state.notes, "nothing the other writer wrote is lost"
-    assert [(e.action_id, e.status.value) for e in store.load_state(run_id).effects] == [(action, "confirmed")]
+    assert [(e.action_id, e.status.value) for e in store.all_effects(run_id)] == [(action, "confirmed")]
     assert store.verify_chain(run_id).ok
 
 
@@ -81,14 +81,14 @@ def test_a_stale_intent_writes_nothing_and_a_retried_one_is_found(store, tmp_pat
     versions = len(store.state_history(run_id))
     stale = acts.record_intent(inp)
     assert (stale.outcome, stale.state.version) == ("stale", head.state_version + 1)
-    assert len(store.state_history(run_id)) == versions and store.load_state(run_id).effects == []
+    assert len(store.state_history(run_id)) == versions and store.all_effects(run_id) == []
     assert not [r for r in store.audit(run_id) if r.kind == "effect_intent"]
 
     written = acts.record_intent(inp.model_copy(update={"expected_version": head.state_version + 1}))
     assert (written.outcome, written.attempt) == ("written", 1)
     again = acts.record_intent(inp.model_copy(update={"expected_version": head.state_version + 1}))
     assert (again.outcome, again.attempt) == ("written", 2), "a retry finds its own intent and counts the attempt"
-    assert [e.attempts for e in store.load_state(run_id).effects] == [2]
+    assert [e.attempts for e in store.all_effects(run_id)] == [2]
 
 
 async def test_a_head_that_keeps_moving_refuses_the_call_and_says_so(store, temporal_client, tmp_path):
@@ -104,6 +104,6 @@ async def test_a_head_that_keeps_moving_refuses_the_call_and_says_so(store, temp
     assert faulty.fired["update_state"] == 3, "checked three times, then refused"
     denied = [r.event for r in store.audit(run_id) if r.kind == "gate_verdict" and r.event.verdict == "deny"]
     assert len(denied) == 1 and denied[0].rule == "head" and "kept changing" in denied[0].reason
-    assert store.load_state(run_id).effects == [], "the command never ran"
+    assert store.all_effects(run_id) == [], "the command never ran"
     told = [m for m in provider.requests[-1].messages if m.role == "user"][-1]
     assert "kept changing" in json.dumps(told.model_dump(mode="json")), "the model is told, and may call it again"

@@ -51,9 +51,10 @@ async def test_whole_run_waits_for_approval_applies_edit_once_and_completes(stor
     patched = (ws / "stats.py").read_text()
     assert patched != original
     state = store.load_state(run_id)
-    edits = [e for e in state.effects if e.tool == "apply_patch"]
+    edits = [e for e in store.all_effects(run_id, state) if e.tool == "apply_patch"]
     assert len(edits) == 1 and edits[0].status is EffectStatus.confirmed and edits[0].attempts == 1
-    assert [a.approved_by for a in state.approvals] == ["alice"] and state.approvals[0].used
+    approvals = store.all_approvals(run_id, state)
+    assert [a.approved_by for a in approvals] == ["alice"] and approvals[0].used
     assert state.notes, "the agent keeps its findings in the state"
 
     verdict = store.verify_chain(run_id)

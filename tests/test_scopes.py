@@ -137,7 +137,7 @@ async def test_a_scope_covers_its_uses_and_nothing_else(store, temporal_client, 
     assert used_up, "the gate says why the scope did not cover d"
     [granted] = [e for e in events if isinstance(e, ScopeGranted)]
     assert granted.proof.key_id == Signer.load("alice").key_id
-    assert store.load_state(run_id).scopes[0].uses == 2
+    assert store.all_scopes(run_id)[0].uses == 2
     assert verify_decisions(store, run_id).ok
 
 
@@ -167,7 +167,7 @@ async def test_a_new_constraint_and_revoke_grant_end_a_scope(store, temporal_cli
     ended = {e.scope_id: e for e in (r.event for r in store.audit(run_id)) if isinstance(e, ScopeEnded)}
     assert ended[revoked].by == "alice" and ended[revoked].proof is not None
     assert ended[kept].reason == "a constraint was added" and ended[kept].proof is None
-    assert {s.id: s.ended for s in store.load_state(run_id).scopes} == {
+    assert {s.id: s.ended for s in store.all_scopes(run_id)} == {
         kept: "a constraint was added", revoked: "revoked by alice"}
     assert not [r for r in store.audit(run_id) if isinstance(r.event, ScopeUsed)]
     assert verify_decisions(store, run_id).ok
@@ -226,13 +226,13 @@ async def test_a_revoked_key_covers_nothing_more_and_revocation_ends_its_scopes(
         assert verdict.verdict == "needs_approval"
         assert f"scope {scope_id} was granted with key" in verdict.reason and "was revoked at" in verdict.reason
         assert "(laptop lost)" in verdict.reason and "`longrun approvers list`" in verdict.reason
-        assert store.load_state(run_id).scopes[0].ended == "", "nothing has ended the scope yet"
+        assert store.all_scopes(run_id)[0].ended == "", "nothing has ended the scope yet"
 
         ended = await revocation.end_revoked_scopes(h.client, store, [Signer.load("alice").key_id])
         assert [(e.run_id, e.scope_ids) for e in ended] == [(run_id, [scope_id])]
         ending = await _audit_until(store, run_id, lambda evs: [e for e in evs if isinstance(e, ScopeEnded)])
         assert [(e.scope_id, e.reason.split(":")[0], e.by) for e in ending] == [(scope_id, "key_revoked", "owner")]
-        assert store.load_state(run_id).scopes[0].ended.startswith("key_revoked: key ")
+        assert store.all_scopes(run_id)[0].ended.startswith("key_revoked: key ")
         await api.reject(h.client, run_id, third.approval_id, "bob", "enough")
         assert (await h.result(run_id)).status == "completed"
 
@@ -261,7 +261,7 @@ async def test_revocation_ends_the_scopes_of_a_run_no_workflow_runs(store):
     assert store.revoke_credentials("alice", reason="left") == [alice.key_id]
     done = await revocation.end_revoked_scopes(None, store, [alice.key_id])
     assert [(e.run_id, e.scope_ids, e.how) for e in done] == [("run-keys", [mine.id], "ended")]
-    scopes = {s.id: s.ended for s in store.load_state("run-keys").scopes}
+    scopes = {s.id: s.ended for s in store.all_scopes("run-keys")}
     assert scopes[theirs.id] == "" and scopes[mine.id].startswith(f"key_revoked: key {alice.key_id} of alice was revoked")
     [ended] = [r for r in store.audit("run-keys") if isinstance(r.event, ScopeEnded)]
     assert (ended.event.scope_id, ended.event.by, ended.actor) == (mine.id, "owner", "owner")

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from longrun.errors import AppendOnlyViolation, ChainBroken
-from longrun.models import CompactionReport, Message, Projection, RunSpec, Usage
+from longrun.models import CompactionReport, Effect, EffectStatus, Message, Projection, RunSpec, TaskState, Usage
 from longrun.models.audit import ToolRan
 from longrun.models.context import FactRow
 from longrun.store import APPEND_ONLY_TABLES, Store
@@ -21,11 +21,19 @@ NUMBER_COLUMN = {"task_state_versions": "version", "transcript_entries": "seq", 
 
 @pytest.fixture
 def history(store: Store) -> Iterator[Store]:
-    """A run with 4 state versions, 4 transcript entries, 4 audit events, 1 projection and the
-    fact it added, 1 queued instruction and 1 artifact it stored (a row in every append-only table)."""
+    """A run with 4 state versions (the last closes an effect: 1 closed item), 4 transcript entries,
+    4 audit events, 1 projection and the fact it added, 1 queued instruction and 1 artifact it stored (a row in every append-only table)."""
     store.create_run("r", RunSpec(objective="audit me", constraints=["no network"], workspace="/tmp/ws"))
+    settled = Effect(action_id="r/t1/c0", tool="write_file", status=EffectStatus.confirmed, external_id="x",
+                     idempotency_key="r/t1/c0")  # closed as it is written: a row of closed_items
+
+    def step(s: TaskState, i: int) -> None:
+        s.notes.append(f"note {i}")
+        if i == 2:
+            s.effects.append(settled)
+
     for i in range(3):
-        store.update_state("r", i + 1, lambda s, i=i: s.notes.append(f"note {i}"), actor="agent", reason=f"step {i}")
+        store.update_state("r", i + 1, lambda s, i=i: step(s, i), actor="agent", reason=f"step {i}")
     for i in range(4):
         store.append_transcript("r", Message.user_text(f"message {i}"), token_estimate=3 + i,
                                 usage=Usage(input_tokens=i) if i % 2 else None, turn=i)
@@ -56,7 +64,8 @@ def test_clean_history_verifies(history: Store) -> None:
     verdict = history.verify_chain("r")
     assert verdict.ok and bool(verdict)
     assert (verdict.table, verdict.row) == (None, None)
-    assert str(verdict) == "run r: hash chains verify (4 state versions, 4 transcript entries, 4 audit events)"
+    assert str(verdict) == (
+        "run r: hash chains verify (4 state versions, 4 transcript entries, 4 audit events, 1 closed items)")
     verdict.raise_if_broken()
 
 

@@ -171,5 +171,5 @@ async def test_a_run_over_a_fifo_completes_and_the_approver_gets_an_answer(
     assert "src/app.py:1:" in grep and "cache.txt:" not in grep.replace("src/cache.txt'", "")
     assert "[skipped 3 special file(s)" in glob
     assert (ws / "src" / "cache.txt").read_text() == "plain\n", "the approved write replaced the FIFO"
-    intents = [e for e in store.load_state(run_id).effects if e.tool == "write_file"]
+    intents = [e for e in store.all_effects(run_id) if e.tool == "write_file"]
     assert [e.before for e in intents] == ["special:FIFO"]

@@ -108,9 +108,9 @@ class ChangeSetActivities(ActivityBase):
         if allow is None:
             return Trailers(action_id=action_id)
         if scope_use is not None:
-            scope = self.head(run_id).scope(scope_use.scope_id)
+            scope = self.scope_of(run_id, scope_use.scope_id)
             return Trailers(action_id, allow.action_hash, scope_use.scope_id, scope.granted_by if scope else "")
-        approval = next((a for a in self.head(run_id).approvals if a.action_hash == allow.action_hash), None)
+        approval = next(iter(self.approvals_bound(run_id, allow.action_hash)), None)
         if approval is not None:
             return Trailers(action_id, allow.action_hash, approval.id, approval.approved_by)
         return Trailers(action_id, allow.action_hash)

@@ -98,7 +98,7 @@ class DecisionActivities(ActivityBase):
         Histories recorded before signed decisions replay with no proof: their grants were
         already written, so the idempotent return below answers them without checking."""
         head = self.head(inp.run_id)
-        if any(a.id == inp.approval_id for a in head.approvals):
+        if self.approval_of(inp.run_id, inp.approval_id) is not None:  # granted already (maybe used since)
             return brief(head)
         record = self._decision(inp.run_id, inp.proof, inp.approver, inp.approval_id, "approve")
         try:
@@ -147,7 +147,7 @@ class DecisionActivities(ActivityBase):
             self._refuse(inp.run_id, "scope", inp.approver, "the record is not a scope grant")
             raise ProofRefused("the record is not a scope grant")
         head = self.head(inp.run_id)
-        if head.scope(record.scope_id) is not None:
+        if self.scope_of(inp.run_id, record.scope_id) is not None:  # granted already (maybe closed since)
             return brief(head)
         too_long = ttl_refusal(record.expires_at - record.issued_at, self.deps.scope_max_ttl_seconds)
         if too_long is not None:
@@ -181,12 +181,12 @@ class DecisionActivities(ActivityBase):
             self._refuse(inp.run_id, "scope", inp.approver, "the record is not a scope revocation")
             raise ProofRefused("the record is not a scope revocation")
         head = self.head(inp.run_id)
-        scope = head.scope(record.scope_id)
+        scope = self.scope_of(inp.run_id, record.scope_id)
         if scope is None:
             reason = f"run {inp.run_id} has no scope {record.scope_id}"
             self._refuse(inp.run_id, record.scope_id, inp.approver, reason)
             raise ProofRefused(reason)
-        if scope.ended:
+        if scope.ended or head.scope(record.scope_id) is None:  # ended, or closed (used up, expired): not in force
             return brief(head)
         why = f"revoked by {inp.approver}"
         new = self.reapply_on_head(inp.run_id, lambda s: end_scopes(s, why, {record.scope_id}),

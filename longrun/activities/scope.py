@@ -27,7 +27,7 @@ from longrun.models.audit import AuditEvent
 from longrun.models.blocks import Message, ToolUseBlock
 from longrun.models.io import ToolCallRef
 from longrun.models.provider import Usage
-from longrun.models.state import Approval, TaskState
+from longrun.models.state import Approval, Effect, Scope, TaskState
 from longrun.store import Store
 
 
@@ -102,6 +102,37 @@ class ScopedAccess:
             scope.states[state.run_id] = state
         return state
 
+    def effect_of(self, run_id: str, action_id: str) -> Effect | None:
+        """The effect with this action id: in flight in the head state, or settled and moved to
+        `closed_items` (looked up only when the state says it closed any)."""
+        head = self.head(run_id)
+        found = head.effect(action_id)
+        if found is None and head.closed.effects:
+            found = self.store.closed_effect(run_id, action_id)
+        return found
+
+    def scope_of(self, run_id: str, scope_id: str) -> Scope | None:
+        """The scope with this id, in force in the head state or closed (ended, used up, expired)."""
+        head = self.head(run_id)
+        found = head.scope(scope_id)
+        if found is None and head.closed.scopes:
+            found = next((sc for sc in self.store.closed_scopes(run_id) if sc.id == scope_id), None)
+        return found
+
+    def approval_of(self, run_id: str, approval_id: str) -> Approval | None:
+        """The approval with this id, open in the head state or closed (used or expired)."""
+        head = self.head(run_id)
+        found = next((a for a in head.approvals if a.id == approval_id), None)
+        if found is None and head.closed.approvals:
+            found = self.store.closed_approval(run_id, approval_id)
+        return found
+
+    def approvals_bound(self, run_id: str, action_hash: str) -> list[Approval]:
+        """Every approval bound to this action: the closed ones (used or expired), then the open."""
+        head = self.head(run_id)
+        closed = self.store.closed_approvals(run_id, action_hash) if head.closed.approvals else []
+        return [*closed, *(a for a in head.approvals if a.action_hash == action_hash)]
+
     def calibration(self, run_id: str) -> Calibration:
         scope = self._slot.scope
         if scope is not None and run_id in scope.calibrations:
@@ -165,7 +196,12 @@ class ScopedAccess:
     def edited_call(self, run_id: str, seq: int, call_id: str) -> tuple[Approval, dict[str, Any]] | None:
         """The approval that edited this call and the arguments it approved, once granted: from
         then on the call *is* the edited one (the gate hashes, and the tool runs, those)."""
-        for approval in self.head(run_id).approvals:
+        head = self.head(run_id)
+        approvals = list(head.approvals)
+        if head.closed.approvals_edited:  # used at the intent, so closed before the tool runs
+            closed = self.store.closed_edited_approval(run_id, seq, call_id)
+            approvals += [closed] if closed is not None else []
+        for approval in approvals:
             edit = approval.edit
             if edit is not None and edit.call_seq == seq and edit.call_id == call_id:
                 stored = self.store.call_edit(run_id, edit.edit_id)

@@ -36,7 +36,7 @@ from longrun.models.io import (
     RunToolResult,
     ToolResultRef,
 )
-from longrun.models.state import Effect, EffectStatus, NextAction, TaskState, utcnow
+from longrun.models.state import Approval, Effect, EffectStatus, NextAction, TaskState, utcnow
 from longrun.tools.base import Tool, ToolContext
 
 PREVIEW_CHARS = 300
@@ -56,9 +56,9 @@ def _clip_value(value: Any, limit: int = 600) -> str:
     return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} chars)"
 
 
-def _prior_approval(state: TaskState, ahash: str, now: datetime) -> PriorApproval:
-    """What the state holds for this exact action besides a usable approval."""
-    bound = [a for a in state.approvals if a.action_hash == ahash]
+def _prior_approval(state: TaskState, bound: list[Approval], ahash: str, now: datetime) -> PriorApproval:
+    """What the run holds for this exact action besides a usable approval (`bound`: every
+    approval bound to it, in the state or closed)."""
     if not bound or state.approval_for(ahash, now) is not None:
         return "none"
     return "used" if any(a.used for a in bound) else "expired"
@@ -106,8 +106,9 @@ class ToolActivities(ChangeSetActivities):
         missing = tuple(r.sha256 for r in state.artifact_refs if not self.store.has_artifact(r.sha256))
         scope, scope_refusal, keys = None, "", SigningKeys(self.store)
         if needs_approval and kind == "effect" and args_error is None:
+            closed_scopes = self.store.closed_scopes(run_id) if state.closed.scopes else []
             scope, scope_refusal = covering_scope(state, name, arguments, inp.now, paths=tool.changed_paths(arguments),
-                                                  key_refusal=keys.scope)
+                                                  key_refusal=keys.scope, closed=closed_scopes)
         decision = evaluate(
             GateFacts(
                 state=state,
@@ -122,7 +123,8 @@ class ToolActivities(ChangeSetActivities):
                 missing_artifacts=missing,
                 tool_check_error=check_error,
                 arguments_error=args_error,
-                prior_approval=_prior_approval(state, ahash, inp.now),
+                prior_approval=_prior_approval(state, self.approvals_bound(run_id, ahash) if needs_approval else [],
+                                               ahash, inp.now),
                 read_only_run=spec.read_only,
                 scope_id=scope.id if scope is not None else None,
                 scope_refusal=scope_refusal,
@@ -169,7 +171,13 @@ class ToolActivities(ChangeSetActivities):
         name, arguments = self.tool_call(inp.run_id, inp.call)
         tool = self.tools_for(inp.run_id).get(name)
         head = self.head(inp.run_id)
-        existing = head.effect(inp.action_id)
+        existing = self.effect_of(inp.run_id, inp.action_id)
+        if existing is not None and head.effect(inp.action_id) is None:
+            # settled and closed by an earlier attempt: nothing left to count in the state; the
+            # run resumes at `run_tool`, which finds it settled and runs nothing
+            attempt = existing.attempts + 1
+            self.audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=attempt))
+            return IntentResult(state_version=head.state_version, attempt=attempt, state=brief(head))
         if existing is not None:
             attempt = existing.attempts + 1
             new = self.reapply_on_head(
@@ -214,11 +222,11 @@ class ToolActivities(ChangeSetActivities):
             head = self.fresh_head(inp.run_id)
             return IntentResult(state_version=head.state_version, attempt=0, outcome="stale", state=brief(head))
         if inp.scope_id is not None:
-            used = new.scope(inp.scope_id)
+            used = head.scope(inp.scope_id)  # as checked above; this write took one of its uses
             assert used is not None
             path = ", ".join(tool.changed_paths(arguments)) or str(arguments.get(PATH_ARGUMENT, ""))
             self.audit(inp.run_id, ScopeUsed(scope_id=used.id, action_id=inp.action_id, tool=inp.tool, path=path,
-                                             action_hash=inp.action_hash, uses_left=used.max_uses - used.uses),
+                                             action_hash=inp.action_hash, uses_left=used.max_uses - used.uses - 1),
                        actor=f"human:{used.granted_by}")
         self.audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=1))
         return IntentResult(state_version=new.state_version, attempt=1, state=brief(new))
@@ -299,8 +307,7 @@ class ToolActivities(ChangeSetActivities):
     ) -> tuple[str, bool, str, str | None]:
         """(text, is_error, the effect's status, where a command ran)."""
         assert tool.run is not None
-        state = self.head(run_id)
-        effect = state.effect(inp.action_id)
+        effect = self.effect_of(run_id, inp.action_id)
         if effect is None:
             raise InvalidToolCall(f"no intent recorded for {inp.action_id}: effects run only after their intent")
         if effect.status is not EffectStatus.unknown:

@@ -119,7 +119,7 @@ def constraints_sha256(constraints: Sequence[str]) -> str:
 
 def covering_scope(
     state: TaskState, tool: str, arguments: dict[str, object], now: datetime, paths: Sequence[str] | None = None,
-    key_refusal: Callable[[Scope], str | None] | None = None,
+    key_refusal: Callable[[Scope], str | None] | None = None, closed: Sequence[Scope] = (),
 ) -> tuple[Scope | None, str]:
     """The scope that covers this call now, else None and why none does ('' when no scope even
     names the tool and paths, so the gate's usual reason stands).
@@ -130,6 +130,8 @@ def covering_scope(
             `path` argument.
         key_refusal: why a scope's signing key no longer vouches for it (None: it does); asked
             only of a scope that would otherwise cover the call (`longrun.auth.key_status`).
+        closed: the run's closed scopes (moved out of the state: ended, used up, long expired);
+            they cover nothing, but say why a scope naming the call does not.
     """
     if paths is None:
         path = arguments.get(PATH_ARGUMENT)
@@ -138,10 +140,12 @@ def covering_scope(
         return None, ""
     current = constraints_sha256(state.constraints)
     reasons = []
-    for scope in state.scopes:
+    for scope in [*closed, *state.scopes]:
         if tool not in scope.tools or not all(any(path_matches(p, g) for g in scope.paths) for p in paths):
             continue
         refusal = scope.refusal(now, current)
+        if refusal is None and scope in closed:
+            refusal = f"scope {scope.id} is closed"
         if refusal is None and key_refusal is not None:
             refusal = key_refusal(scope)
         if refusal is None:

@@ -132,9 +132,11 @@ def run_detail(c: Console, run_id: str, who: Principal | None) -> dict[str, Any]
         "reason": view.reason, "state_version": state.state_version,
         "objective": state.objective, "constraints": list(state.constraints), "notes": list(state.notes),
         "decisions": [d.model_dump(mode="json") for d in state.decisions],
-        "effects": [e.model_dump(mode="json") for e in state.effects],
-        "approvals": [a.model_dump(mode="json") for a in state.approvals],
-        "scopes": [{**s.model_dump(mode="json"), "uses_left": max(0, s.max_uses - s.uses)} for s in state.scopes],
+        # open and closed alike (closed ones are in `closed_items`, not in the state)
+        "effects": [e.model_dump(mode="json") for e in c.store.all_effects(run_id, state)],
+        "approvals": [a.model_dump(mode="json") for a in c.store.all_approvals(run_id, state)],
+        "scopes": [{**s.model_dump(mode="json"), "uses_left": max(0, s.max_uses - s.uses)}
+                   for s in c.store.all_scopes(run_id, state)],
         "pending_approval": pending_view(view.pending_approval, run, who) if view.pending_approval else None,
         "last_compaction": view.last_compaction.model_dump(mode="json") if view.last_compaction else None,
         "context": {"limit": limit, "trigger": trigger,

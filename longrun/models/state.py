@@ -9,6 +9,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from longrun.models.canonical import GENESIS_HASH
+
 MAX_TEXT = 20_000
 """Longest single text field we accept (objective, a constraint, a note): a guard against
 oversized input, not a budget."""
@@ -143,6 +145,30 @@ class ArtifactRef(_Strict):
     version: int = Field(ge=1, description="state_version at which the artifact was recorded")
 
 
+class ClosedItems(_Strict):
+    """What the run has closed and moved out of the state: settled effects, used or expired
+    approvals, ended scopes. The items are rows of the append-only, hash-chained `closed_items`
+    table (`longrun.store.closed`); the state keeps their number and chain head, so the state
+    history vouches for that chain, and counts by kind for the state block."""
+
+    count: int = Field(default=0, ge=0, description="rows of closed_items for this run")
+    head: Sha256 = GENESIS_HASH
+    effects_confirmed: int = Field(default=0, ge=0)
+    effects_none: int = Field(default=0, ge=0)
+    approvals_used: int = Field(default=0, ge=0)
+    approvals_expired: int = Field(default=0, ge=0)
+    approvals_edited: int = Field(default=0, ge=0, description="closed approvals that carry an approver's edit")
+    scopes: int = Field(default=0, ge=0)
+
+    @property
+    def effects(self) -> int:
+        return self.effects_confirmed + self.effects_none
+
+    @property
+    def approvals(self) -> int:
+        return self.approvals_used + self.approvals_expired
+
+
 class TaskState(_Strict):
     """The versioned record of one run. `state_version` starts at 1 and grows by one per write."""
 
@@ -158,12 +184,15 @@ class TaskState(_Strict):
     effects: list[Effect] = Field(default_factory=list)
     artifact_refs: list[ArtifactRef] = Field(default_factory=list)
     notes: list[ShortText] = Field(default_factory=list)
+    closed: ClosedItems = Field(default_factory=ClosedItems)
+    """Closed items live in `closed_items`; `effects`, `approvals` and `scopes` hold open ones."""
     updated_at: datetime = Field(default_factory=utcnow)
 
     def unknown_effects(self) -> list[Effect]:
         return [e for e in self.effects if e.status is EffectStatus.unknown]
 
     def effect(self, action_id: str) -> Effect | None:
+        """The effect in flight with this action id (a settled one is in `closed_items`)."""
         return next((e for e in self.effects if e.action_id == action_id), None)
 
     def scope(self, scope_id: str) -> Scope | None:

@@ -214,7 +214,7 @@ def _report(
     for d in state.decisions:
         out(f"decision: {d.summary}")
         out(f"  because: {d.reason}")
-    for e in state.effects:
+    for e in store.all_effects(run_id, state):
         out(f"effect: {e.tool} {e.status.value} (action {e.action_id}, tried {e.attempts}x)")
     out("notes the agent kept in the task state:")
     for n in state.notes:

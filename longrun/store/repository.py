@@ -16,6 +16,7 @@ the audit log and queued instructions.
 | `instructions` | the inbox of a human's `say` instructions |
 | `principals` | principals, their public keys, and approvers' argument edits |
 | `console` | the console's sealed keys and its sessions |
+| `closed` | what the task state closed and moved out (`closing`: which items, and how they move) |
 | `verify` | `verify_chain` |
 
 The names below `Store` are re-exported here because callers import them from this module.
@@ -24,6 +25,7 @@ The names below `Store` are re-exported here because callers import them from th
 from __future__ import annotations
 
 from longrun.store.artifacts import ArtifactsMixin
+from longrun.store.closed import ClosedMixin
 from longrun.store.console import ConsoleMixin
 from longrun.store.core import (
     MAX_ARTIFACT_BYTES,
@@ -46,7 +48,8 @@ from longrun.store.state import StateMixin
 from longrun.store.verify import VerifyMixin
 
 
-class Store(RunsMixin, StateMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin, VerifyMixin):
+class Store(RunsMixin, StateMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
+            VerifyMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

@@ -10,6 +10,8 @@ Rules:
   row's hash is computed here, as for every chain, on the `prev_hash` the store last saw for that
   version; the statement writes only if `runs.state_head` still is that hash, so a wrong guess
   writes nothing and is corrected from the database;
+- what a write closes (a settled effect, a used approval, an ended scope) leaves the state and is
+  inserted into `closed_items` by the same statement (`longrun.store.closing`);
 - reading the head (`load_state`, `head_version`) is one statement, and tells the store the head's
   chain hash for the next compare-and-set.
 
@@ -30,6 +32,7 @@ from longrun.errors import RunNotFoundError, StaleStateError, StoreError
 from longrun.models import TaskState, canonical_json, chain_hash, utcnow
 from longrun.models.state import MAX_TEXT
 from longrun.store.chain import state_version_payload
+from longrun.store.closing import SealedItem, seal, split_closed
 from longrun.store.core import (
     MAX_STATE_BYTES,
     InvalidInputError,
@@ -67,6 +70,20 @@ history row is chained on: the statement writes nothing unless it is the head st
 (which only a compare-and-set moves, together with `state_version`, so the head seen in the
 statement's snapshot is the head of `expected`). The state text is canonical JSON: `json` keeps it
 verbatim for the hashed history row, `jsonb` parses it for the head."""
+
+_CLOSE_SQL = _CAS_SQL.replace("\nUPDATE runs SET", """, cls AS (
+    INSERT INTO closed_items (run_id, seq, kind, item_id, action_hash, call_ref, item, state_version, created_at,
+                              prev_hash, hash)
+    SELECT upd.run_id, x.seq, x.kind, x.item_id, x.action_hash, x.call_ref, x.item::json, %(version)s, %(now)s,
+           x.prev_hash, x.hash
+    FROM upd, unnest(%(c_seq)s::int[], %(c_kind)s::text[], %(c_id)s::text[], %(c_ahash)s::text[], %(c_ref)s::text[],
+                     %(c_item)s::text[], %(c_prev)s::text[], %(c_hash)s::text[])
+         AS x(seq, kind, item_id, action_hash, call_ref, item, prev_hash, hash)
+)
+UPDATE runs SET""")
+"""`_CAS_SQL` for a write that closes items: their `closed_items` rows are inserted by the same
+statement, from the same RETURNING row, so the state that no longer holds them and the rows that
+do commit together or not at all (`longrun.store.closing`)."""
 
 _HEAD_SQL = (
     "SELECT t.state_version, r.state_head FROM task_states t JOIN runs r ON r.run_id = t.run_id "
@@ -154,7 +171,17 @@ class StateMixin(StoreCore):
         def tx(c: psycopg.Connection) -> TaskState:
             now = utcnow()
             version = expected_version + 1
-            stored = state.model_copy(update={"state_version": version, "updated_at": now})
+            open_state, closing = split_closed(state, now)
+            sealed: list[SealedItem] = []
+            if closing:
+                open_state, sealed = seal(run_id, open_state, closing, version, now)
+            stored = open_state.model_copy(update={"state_version": version, "updated_at": now})
+            params = {} if not sealed else {
+                "c_seq": [x.seq for x in sealed], "c_kind": [x.item.kind for x in sealed],
+                "c_id": [x.item.item_id for x in sealed], "c_ahash": [x.item.action_hash for x in sealed],
+                "c_ref": [x.item.call_ref for x in sealed], "c_item": [x.item_text for x in sealed],
+                "c_prev": [x.prev_hash for x in sealed], "c_hash": [x.hash for x in sealed],
+            }
             payload = stored.model_dump(mode="json")
             state_text = canonical_json(payload)
             _check_text_size("state", state_text, MAX_STATE_BYTES, "keep large content in artifacts and reference it")
@@ -169,9 +196,9 @@ class StateMixin(StoreCore):
                     if actual != expected_version:
                         raise StaleStateError(run_id, expected_version, actual)
                 digest = chain_hash(prev, state_version_payload(run_id, version, payload, actor, reason, now))
-                won = c.execute(_CAS_SQL, {
+                won = c.execute(_CLOSE_SQL if sealed else _CAS_SQL, {
                     "run_id": run_id, "expected": expected_version, "version": version, "state": state_text,
-                    "now": now, "actor": actor, "reason": reason, "prev": prev, "hash": digest,
+                    "now": now, "actor": actor, "reason": reason, "prev": prev, "hash": digest, **params,
                 }).fetchone()
                 if won is not None:
                     self._remember_head(run_id, version, digest)

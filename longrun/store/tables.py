@@ -55,12 +55,13 @@ ACTOR_MAX = 200
 HASH_LEN = 64
 
 APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events", "instructions",
-                      "run_artifacts", "facts")
+                      "run_artifacts", "facts", "closed_items")
 """Tables whose rows are never updated or deleted (a trigger refuses it). `call_edits` is too, and
 `credentials` may only be revoked (migration 0004; `tests/test_principals.py`)."""
 
-CHAINED_TABLES = ("task_state_versions", "transcript_entries", "audit_events")
-"""Append-only tables whose rows are hash-chained per run."""
+CHAINED_TABLES = ("task_state_versions", "transcript_entries", "audit_events", "closed_items")
+"""Append-only tables whose rows are hash-chained per run (`closed_items`' head is in the task
+state, not on `runs`: `longrun.store.closing`)."""
 
 APPEND_ONLY_SQLSTATE = "LR001"
 """SQLSTATE the append-only trigger raises; the store maps it to `AppendOnlyViolation`."""
@@ -421,3 +422,7 @@ __all__ = [
     "TranscriptEntryRow",
     "core_table",
 ]
+
+from longrun.store.tables_closed import ClosedItemRow  # noqa: E402  (the same metadata; kept apart for size)
+
+__all__ += ["ClosedItemRow"]

@@ -1,5 +1,6 @@
-"""Verification of a run's three hash chains (state versions, transcript, audit) against their
-rows and the heads recorded on `runs`, and of the head state against its last recorded version.
+"""Verification of a run's hash chains (state versions, transcript, audit against the heads
+recorded on `runs`; closed items against the count and head in the head state), and of the head
+state against its last recorded version.
 
 Read-only: it reports the first bad row (table, row number, why) and changes nothing. What each
 row's hash covers, and how one chain is checked, is in `longrun.store.chain`.
@@ -12,10 +13,19 @@ from sqlalchemy.orm import Session
 
 from longrun.errors import RunNotFoundError
 from longrun.models import canonical_json
+from longrun.models.state import ClosedItems
 from longrun.store.chain import ChainRow, audit_payload, check_chain, state_version_payload, transcript_payload
+from longrun.store.closing import closed_item_payload
 from longrun.store.core import StoreCore
 from longrun.store.records import ChainVerdict
-from longrun.store.tables import AuditEventRow, RunRow, TaskStateRow, TaskStateVersionRow, TranscriptEntryRow
+from longrun.store.tables import (
+    AuditEventRow,
+    ClosedItemRow,
+    RunRow,
+    TaskStateRow,
+    TaskStateVersionRow,
+    TranscriptEntryRow,
+)
 
 
 class VerifyMixin(StoreCore):
@@ -82,10 +92,20 @@ class VerifyMixin(StoreCore):
                     "the head state does not equal the last recorded state version: it was changed outside "
                     "compare-and-set",
                 )
+            closed_head = ClosedItems.model_validate(head.state.get("closed") or {})
+            closed = s.scalars(select(ClosedItemRow).where(ClosedItemRow.run_id == run_id).order_by(ClosedItemRow.seq))
+            problem = check_chain(
+                (ChainRow(r.seq, closed_item_payload(run_id, r.seq, r.kind, r.item_id, r.action_hash, r.call_ref, r.item,
+                                                     r.state_version, r.created_at), r.prev_hash, r.hash)
+                 for r in closed),
+                closed_head.head, closed_head.count,
+            )
+            if problem:
+                return verdict("closed_items", problem.row, problem.reason)
             return ChainVerdict(
                 ok=True, table=None, row=None, run_id=run_id,
                 reason=f"{run.state_count} state versions, {run.transcript_count} transcript entries, "
-                f"{run.audit_count} audit events",
+                f"{run.audit_count} audit events" + (f", {closed_head.count} closed items" if closed_head.count else ""),
             )
 
         return self._tx("verify_chain", tx)

@@ -239,7 +239,7 @@ def summary(store: Store, run_id: str, rows: list[Row]) -> dict[str, Any]:
         "tool_calls": kinds["tool_ran"],
         "gate_verdicts": dict(verdicts),
         "approvals": {k: kinds[f"approval_{k}"] for k in ("requested", "granted", "rejected", "expired", "refused")},
-        "effects": dict(Counter(e.status.value for e in state.effects)),
+        "effects": dict(Counter(e.status.value for e in store.all_effects(run_id, state))),
         "compactions": len(compactions),
         "failed_compactions": sum(1 for c in outcomes if c["outcome"] == "failed"),
         "lossy_compactions": sum(1 for c in compactions if {"summarize", "enforce"} & set(c["stages_run"])),

@@ -336,7 +336,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         spec = store.get_run(args.run).spec
         last = last_request_tokens(store, args.run)
         used = last_sandbox(store, args.run)
-        scopes = store.load_state(args.run).scopes
+        scopes = store.all_scopes(args.run, store.load_state(args.run))  # in force and closed
         if args.json:
             limit, trigger = context_limits(spec)
             data = view.model_dump(mode="json")
