@@ -136,9 +136,10 @@ async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry
     from longrun.service.client import connect, open_store
 
     settings = settings or Settings.from_env()
+    registry = with_custom_tools(registry or default_registry(), tools)  # a taken name: refused before connecting
     client = await connect(settings)
     store = open_store(settings)
-    worker = build_worker(client, store, settings=settings, registry=registry, tools=tools)
+    worker = build_worker(client, store, settings=settings, registry=registry)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
