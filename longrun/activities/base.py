@@ -46,6 +46,7 @@ from longrun.store import Store, TranscriptRecord
 from longrun.tools.artifacts import RunArtifacts
 from longrun.tools.base import ToolContext
 from longrun.tools.recall import RunMemory
+from longrun.tools.recorded import HeldRegistries
 from longrun.tools.registry import ToolRegistry
 from longrun.tools.sandbox import SandboxPolicy
 from longrun.webhooks.config import WebhookDirectory
@@ -103,6 +104,7 @@ class ActivityBase(ScopedAccess):
         self._specs: OrderedDict[str, RunSpec] = OrderedDict()
         self._specs_lock = threading.Lock()
         self._run_tools = RunTools(deps.trust.mcp)
+        self._held = HeldRegistries()
 
     def spec(self, run_id: str) -> RunSpec:
         """The run's spec, from memory when this worker has read it recently (least recently
@@ -125,11 +127,13 @@ class ActivityBase(ScopedAccess):
 
     def tools_for(self, run_id: str) -> ToolRegistry:
         """The tools of this run: the worker's, plus the MCP tools its servers listed at its start
-        (`longrun.mcp`; from the listing in Postgres, the same on every worker)."""
+        (`longrun.mcp`; from the listing in Postgres, the same on every worker), held to the list
+        recorded at its start (`longrun.tools.recorded.held_to`) when it has one."""
         spec = self.spec(run_id)
-        if not spec.mcp_servers:
-            return self.registry
-        return self._run_tools.registry(self.registry, run_id, spec, self.head(run_id), self.store.get_artifact)
+        base = self.registry
+        if spec.mcp_servers:
+            base = self._run_tools.registry(self.registry, run_id, spec, self.head(run_id), self.store.get_artifact)
+        return self._held.registry(run_id, base, self.store.run_tools)
 
     def mcp_listing(self, run_id: str) -> McpListing | None:
         """What this run's MCP servers listed at its start (None without servers or a listing)."""

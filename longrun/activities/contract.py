@@ -50,6 +50,7 @@ from longrun.models.io import (
     RunRef,
     RunToolInput,
     RunToolResult,
+    RunToolsResult,
     ScopeGrantInput,
     StateBrief,
     SteerInput,
@@ -195,6 +196,12 @@ class Activities:
     @declare(names.LIST_MCP_TOOLS)
     def list_mcp_tools(self, inp: RunRef) -> McpListResult:
         """Ask the run's MCP servers for their tools, once, and store the listing in Postgres."""
+        _declared()
+
+    @declare(names.RECORD_RUN_TOOLS)
+    def record_run_tools(self, inp: RunRef) -> RunToolsResult:
+        """Record the tools the run is offered (built-in, custom, MCP) in Postgres, once; their hash
+        into the task state."""
         _declared()
 
     @declare(names.NOTIFY)

@@ -144,6 +144,15 @@ class LoadRunResult(_IO):
     )
 
 
+class RunToolsResult(_IO):
+    """What `record_run_tools` recorded: the hash of the run's tool list and how many tools this
+    call recorded (0: the run had its list already; the list itself stays in Postgres)."""
+
+    tools_sha256: str
+    tools: int
+    state: StateBrief
+
+
 class McpListResult(_IO):
     """What `list_mcp_tools` stored: the listing's artifact hash and counts (the tools' text stays in
     Postgres)."""

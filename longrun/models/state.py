@@ -187,6 +187,9 @@ class TaskState(_Strict):
     closed: ClosedItems = Field(default_factory=ClosedItems)
     """Closed items live in `closed_items`; `effects`, `approvals` and `scopes` hold open ones."""
     updated_at: datetime = Field(default_factory=utcnow)
+    tools_sha256: Sha256 | None = None
+    """The hash of the tools the run was offered at its start (`longrun.tools.recorded`; the list is
+    in the `run_tools` table); None for a run started before they were recorded."""
 
     def unknown_effects(self) -> list[Effect]:
         return [e for e in self.effects if e.status is EffectStatus.unknown]

@@ -35,6 +35,7 @@ from longrun.models.audit import (
 )
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash, canonical_json
+from longrun.models.tools import RecordedTool
 from longrun.redact_files import holds_private_key
 from longrun.store import AuditRecord, Store
 from longrun.tools import patch
@@ -42,6 +43,7 @@ from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.base import ToolContext
 from longrun.tools.files import MAX_PATCH_FILE_BYTES
 from longrun.tools.paths import check_write_path
+from longrun.tools.recorded import run_tool_list
 from longrun.tools.safe_open import read_regular
 
 Decision = Literal["pending", "granted", "rejected", "expired", "unanswered"]
@@ -227,9 +229,13 @@ def _fs_diff(tool: str, arguments: dict[str, Any], workspace: Path,
     return unified_diff(current, "", path, deleted=True), None
 
 
-def _diff(tool: str, arguments: dict[str, Any], workspace: Path,
-          allow: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
+def _diff(tool: str, arguments: dict[str, Any], workspace: Path, allow: tuple[str, ...] = (),
+          declared: RecordedTool | None = None) -> tuple[str | None, str | None]:
     path = arguments.get("path")
+    if tool not in DIFF_TOOLS and declared is not None and declared.path_arg and declared.content_arg:
+        # a custom effect that declares its path and content: diffed as write_file is
+        arguments = {"path": arguments.get(declared.path_arg), "content": arguments.get(declared.content_arg)}
+        path, tool = arguments["path"], "write_file"
     if tool not in DIFF_TOOLS:
         return None, None
     if not workspace.is_dir():
@@ -274,7 +280,8 @@ def approval_view(store: Store, run_id: str, approval_id: str | None = None) -> 
     opened = [r.event for r in records if isinstance(r.event, ChangeSetOpened)]
     workspace = Path(opened[-1].workspace if opened else spec.workspace)  # a change set: the run's worktree
     try:
-        diff, note = _diff(tool, arguments, workspace, tuple(spec.allow_autorun_paths))
+        diff, note = _diff(tool, arguments, workspace, tuple(spec.allow_autorun_paths),
+                           run_tool_list(store, run_id).get(tool))
     except (OSError, LongrunError) as exc:
         diff, note = None, f"no diff: {exc}"
     return ApprovalView(
@@ -304,7 +311,7 @@ def render_view(view: ApprovalView, approvers: list[str]) -> list[str]:
         if isinstance(value, str) and ("\n" in value or len(value) > 100):
             lines += ["", f"argument {key!r} ({len(value)} chars), verbatim:"]
             lines += [f"  | {line}" for line in value.split("\n")]
-    if view.tool in DIFF_TOOLS:
+    if view.tool in DIFF_TOOLS or view.diff is not None or view.diff_note is not None:
         lines += ["", "diff against the file as it is now:"]
         if view.diff_note:
             lines.append(f"  ({view.diff_note})")

@@ -33,13 +33,15 @@ from longrun.models.run import PendingApproval
 from longrun.models.signed import DEFAULT_LIFETIME_SECONDS, DecisionRecord, Proof, ScopeRecord, ScopeRevokeRecord
 from longrun.service.client import _update, query_status, record_refusal
 from longrun.store import Store
+from longrun.tools.recorded import run_tool_list
 from longrun.tools.registry import default_registry
 
 Approver = str | Signer
 
 _TOOLS = default_registry()
 SCOPABLE_TOOLS = tuple(t for t in _TOOLS.names() if _TOOLS.get(t).needs_approval)
-"""Tools a scope may list: the ones that need an approval (a scope is a standing approval)."""
+"""The built-in tools a scope may list: the ones that need an approval (a scope is a standing
+approval). A run's own list (`run_tool_list`) adds its custom and MCP effects."""
 
 
 def signer_for(approver: Approver, key_path: Path | None = None) -> Signer:
@@ -143,7 +145,7 @@ def _store_edit(store: Store, run_id: str, pending: PendingApproval, edit: dict[
     proposed = proposed_arguments(store, run_id, pending)
     merged = {**proposed, **edit}
     try:
-        merged = _TOOLS.validate_arguments(pending.tool, merged)
+        merged = run_tool_list(store, run_id).validate_arguments(pending.tool, merged)
     except Exception as exc:  # a ToolError naming the bad field
         raise ApprovalError(f"--edit: the edited arguments are not valid for {pending.tool}: {exc}") from exc
     stored = store.redactor.redact_json(merged)
@@ -187,8 +189,9 @@ async def grant_scope(
     Raises:
         ApprovalError: refused (bad tool or glob, no key, not an approver, ...), recorded.
     """
-    problems = [f"tool {t!r} cannot be scoped (choose from {', '.join(SCOPABLE_TOOLS)})" for t in tools
-                if t not in SCOPABLE_TOOLS]
+    scopable = run_tool_list(store, run_id).scopable()
+    problems = [f"tool {t!r} cannot be scoped (choose from {', '.join(scopable)})" for t in tools
+                if t not in scopable]
     problems += [p for p in (check_glob(g) for g in paths) if p]
     too_long = ttl_refusal(ttl_seconds, max_ttl_from_env() if max_ttl_seconds is None else max_ttl_seconds)
     if too_long is not None:

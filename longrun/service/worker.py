@@ -1,11 +1,10 @@
 """A longrun worker: the run workflow and its activities on one task queue.
 
 Several workers may run at once, on one machine or many; they share nothing but Postgres and the
-Temporal server. Custom tools are registered on the registry before the worker starts:
+Temporal server. Custom tools (`@longrun.tool`) are handed to it; a name that collides with a
+built-in or an MCP tool is refused here, at start:
 
-    registry = default_registry()
-    registry.register(Tool(name="notify", kind="effect", ...))
-    worker = build_worker(client, store, registry=registry)
+    worker = build_worker(client, store, tools=[search_logs, send_message])
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ from longrun.mcp.config import McpDirectory
 from longrun.providers import Provider, get_provider
 from longrun.service.settings import Settings
 from longrun.store import Store
-from longrun.tools import ToolRegistry, default_registry
+from longrun.tools import Tool, ToolRegistry, default_registry
+from longrun.tools.loading import with_custom_tools
 from longrun.tools.sandbox import SandboxPolicy
 from longrun.webhooks.config import WebhookDirectory
 from longrun.workflows.agent_run import AgentRunWorkflow
@@ -100,12 +100,16 @@ def build_worker(
     task_queue: str | None = None,
     heartbeat_every: float = 2.0,
     workflows: Sequence[type] = (AgentRunWorkflow,),
+    tools: Sequence[Tool] = (),
 ) -> Worker:
-    """A worker for the run workflow and every activity, with the activity error mapping."""
+    """A worker for the run workflow and every activity, with the activity error mapping.
+
+    Raises:
+        ConfigError: a tool of `tools` collides with a built-in or an MCP tool, or is incomplete."""
     settings = settings or Settings.from_env()
     deps = Deps(
         store=store,
-        registry=registry or default_registry(),
+        registry=with_custom_tools(registry or default_registry(), tools),
         provider_for=provider_for or ProviderCache(settings),
         heartbeat_every=heartbeat_every,
         sandbox=worker_sandbox(settings),
@@ -126,11 +130,13 @@ def build_worker(
     )
 
 
-async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None) -> None:
+async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None,
+                     tools: Sequence[Tool] = ()) -> None:
     """Run a worker in the foreground until SIGINT/SIGTERM."""
     from longrun.service.client import connect, open_store
 
     settings = settings or Settings.from_env()
+    registry = with_custom_tools(registry or default_registry(), tools)  # a taken name: refused before connecting
     client = await connect(settings)
     store = open_store(settings)
     worker = build_worker(client, store, settings=settings, registry=registry)
@@ -140,6 +146,7 @@ async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry
         loop.add_signal_handler(sig, stop.set)
     async with worker:
         offered = ", ".join(s.name for s in settings.mcp_servers) or "none"
+        custom = ", ".join(t.name for t in tools) or "none"
         print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; MCP servers "
-              f"offered: {offered}; Ctrl-C stops it", flush=True)
+              f"offered: {offered}; custom tools: {custom}; Ctrl-C stops it", flush=True)
         await stop.wait()

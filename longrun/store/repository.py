@@ -17,6 +17,7 @@ the audit log and queued instructions.
 | `principals` | principals, their public keys, and approvers' argument edits |
 | `console` | the console's sealed keys and its sessions |
 | `closed` | what the task state closed and moved out (`closing`: which items, and how they move) |
+| `run_tools` | the tools each run was offered at its start |
 | `verify` | `verify_chain` |
 
 The names below `Store` are re-exported here because callers import them from this module.
@@ -43,13 +44,14 @@ from longrun.store.core import (
 )
 from longrun.store.instructions import InstructionsMixin
 from longrun.store.principals import PrincipalsMixin
+from longrun.store.run_tools import RunToolsMixin
 from longrun.store.runs import RunsMixin
 from longrun.store.state import StateMixin
 from longrun.store.verify import VerifyMixin
 
 
 class Store(RunsMixin, StateMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
-            VerifyMixin):
+            VerifyMixin, RunToolsMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

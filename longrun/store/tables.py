@@ -55,7 +55,7 @@ ACTOR_MAX = 200
 HASH_LEN = 64
 
 APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events", "instructions",
-                      "run_artifacts", "facts", "closed_items")
+                      "run_artifacts", "facts", "closed_items", "run_tools")
 """Tables whose rows are never updated or deleted (a trigger refuses it). `call_edits` is too, and
 `credentials` may only be revoked (migration 0004; `tests/test_principals.py`)."""
 
@@ -244,6 +244,31 @@ class FactStoreRow(Base):
     )
 
 
+class RunToolRow(Base):
+    """One tool a run was offered at its start (append-only; migration 0010,
+    `longrun.tools.recorded` says what holds a run to it)."""
+
+    __tablename__ = "run_tools"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
+    name: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    source: Mapped[str] = mapped_column(String(8), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    needs_approval: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    schema_sha256: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
+    input_schema: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    description: Mapped[str] = mapped_column(Text, nullable=False)
+    path_arg: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    content_arg: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = _now_col()
+
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "name"),
+        CheckConstraint("source IN ('builtin', 'custom', 'mcp')", name="source_known"),
+    )
+
+
 class AuditEventRow(Base):
     """One audit event (append-only, hash-chained); the audit is complete from Postgres alone."""
 
@@ -417,6 +442,7 @@ __all__ = [
     "PrincipalRow",
     "ProjectionRow",
     "RunRow",
+    "RunToolRow",
     "TaskStateRow",
     "TaskStateVersionRow",
     "TranscriptEntryRow",

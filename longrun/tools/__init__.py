@@ -20,6 +20,10 @@ Where each built-in may run (the invariant gate's rule 4, `Tool.allowed_next_act
       by the run spec                                                    `read_only_tools` names it)
     mcp__NAME__TOOL, any other       -     yes    -       -        -    (an effect needing approval;
                                                                          `longrun.mcp`)
+    custom (`@longrun.tool`)        as its `allowed_next_actions` say (default: all)
+
+Custom tools come from typed functions (`functions.tool`), are added by the worker (`loading`),
+and each run is held to the tools recorded at its start (`recorded`).
 """
 
 from longrun.tools.artifacts import READ_ARTIFACT
@@ -35,6 +39,7 @@ from longrun.tools.base import (
 from longrun.tools.commands import RUN_COMMAND, command_refusal, minimal_env
 from longrun.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
 from longrun.tools.fs_tools import DELETE_PATH, GLOB, MAKE_DIR, MOVE_PATH
+from longrun.tools.functions import tool
 from longrun.tools.patch import APPLY_PATCH
 from longrun.tools.paths import check_write_path, confine
 from longrun.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
@@ -74,4 +79,5 @@ __all__ = [
     "confine",
     "default_registry",
     "minimal_env",
+    "tool",
 ]

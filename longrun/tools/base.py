@@ -119,11 +119,24 @@ class Tool:
     commits: bool = False
     """The effect changes files of the workspace: in a git change set each confirmed call
     becomes one commit (write_file, apply_patch, move_path, delete_path, make_dir)."""
+    path_arg: str | None = None
+    """The argument holding the workspace path the effect changes (None: `path`, when there is one):
+    what a scope's globs must cover. A tool built by `longrun.tool` declares it."""
+    content_arg: str | None = None
+    """The argument holding the whole new content of the file at `path_arg`: with both declared,
+    `longrun show` diffs it against the file as it is, as for write_file."""
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], **options: Any) -> Tool:
+        """A tool from a typed Python function (`longrun.tools.functions.tool_from_function`)."""
+        from longrun.tools.functions import tool_from_function
+
+        return tool_from_function(fn, **options)
 
     def changed_paths(self, arguments: dict[str, Any]) -> list[str]:
         if self.paths is not None:
             return self.paths(arguments)
-        path = arguments.get("path")
+        path = arguments.get(self.path_arg or "path")
         return [path] if isinstance(path, str) else []
 
     @property

@@ -96,6 +96,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMix
             self.fused = self._use_fused_turn()
             self._set_state(self.spec.state)
             await self._list_mcp_tools()
+            await self._record_tools()
             self._resume_notifications()
             if self.cursor.started_at is None:
                 self.cursor.started_at = workflow.now()

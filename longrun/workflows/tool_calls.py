@@ -45,6 +45,8 @@ MAX_REGATES = 3
 """How often one call goes back through the gate because the head moved under it."""
 MCP_TOOLS_PATCH = "mcp-tools"
 """A run whose spec names MCP servers lists their tools at its start (`list_mcp_tools`)."""
+RUN_TOOLS_PATCH = "run-tools"
+"""A run records the tools it is offered at its start (`record_run_tools`), after its MCP listing."""
 
 
 class ToolCallsMixin(ApprovalsMixin):
@@ -57,6 +59,14 @@ class ToolCallsMixin(ApprovalsMixin):
             return
         listed = await self._act(Activities.list_mcp_tools, RunRef(run_id=self.run_id), opt.RUN_TOOL)
         self._set_state(listed.state)
+
+    async def _record_tools(self) -> None:
+        """Each generation, after the MCP listing: the run's tool list into Postgres (recorded once;
+        a later generation finds its hash in the state), so every worker holds the run to it."""
+        if not workflow.patched(RUN_TOOLS_PATCH):
+            return
+        recorded = await self._act(Activities.record_run_tools, RunRef(run_id=self.run_id))
+        self._set_state(recorded.state)
 
     async def _run_calls(self, turn: int, calls: list[ToolCallRef]) -> list[ToolResultRef]:
         """Tool calls one after another, in order; `task` calls (subagents) run together, at

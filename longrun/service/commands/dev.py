@@ -44,6 +44,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     worker.add_argument("--mcp-config", metavar="PATH",
                         help="a TOML or JSON file of the MCP servers this worker offers to runs (default "
                         "$LONGRUN_MCP_CONFIG; LONGRUN_MCP_<NAME> variables add to it); see docs/CONFIGURATION.md")
+    worker.add_argument("--tools", action="append", default=[], metavar="MODULE:ATTR",
+                        help="custom tools to offer, as package.module:attr (a tool made with @longrun.tool, or a "
+                        "list of them); repeatable. A name that collides with a built-in or MCP tool is refused")
     worker.set_defaults(func=cmd_worker)
 
 
@@ -89,5 +92,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         from longrun.mcp import config as mcp_config
 
         cfg = dataclasses.replace(cfg, mcp_servers=mcp_config.load(path=args.mcp_config))
-    await run_worker(cfg)
+    from longrun.tools.loading import load_tools
+
+    tools = [t for reference in args.tools for t in load_tools(reference)]
+    await run_worker(cfg, tools=tools)
     return EXIT_OK
