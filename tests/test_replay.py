@@ -160,3 +160,69 @@ async def test_signed_decisions_replay_and_carry_no_secret(store, temporal_clien
     assert '"signature"' in text and "longrun.decision" in text and "longrun.scope" in text
     assert "PRIVATE KEY" not in text, "a proof carries a signature, never a key"
     await replayer(AgentRunWorkflow).replay_workflow(fresh)
+
+
+RECALL_CONFIG = "".join(f"shard-{k:02d} replicates to region eu-west-{k % 3 + 1} on port {9100 + k}\n" for k in range(40))
+RECALL_PLAN = [
+    [("read_file", {"path": "routing.txt"})],
+    [("read_file", {"path": "big1.txt"})],
+    [("read_file", {"path": "big2.txt"})],
+    [("recall", {"query": "shard-07 port"})],
+    [("set_next_action", {"next_action": "edit"})],
+    [("write_file", {"path": "survey.txt", "content": "survey done\n"})],  # asks for an approval
+    [("set_next_action", {"next_action": "stop"})],
+]
+
+
+async def record_recall_history(store, client, tmp_path) -> tuple[WorkflowHistory, str]:
+    """A run whose compaction writes facts to the run's fact store (issue 25) and whose model then
+    calls `recall` for one of them (the compaction activity with facts, and the read-only tool),
+    then writes a file with an approval, as every recorded history has one (the changed workflow
+    of the Replayer test differs there)."""
+    from longrun.models.spec import ContextPolicy
+    from tests.test_run_compaction import StepPlan, big_files
+
+    ws = tmp_path / "recall"
+    ws.mkdir()
+    big_files(ws, 2)
+    (ws / "routing.txt").write_text(RECALL_CONFIG)
+    # results that may not be cleared, a short tail: the compaction must summarize, which is where
+    # facts are read into the store; the extractive summarizer, not the plan provider
+    policy = ContextPolicy(trigger=9_000, target_ratio=0.6, keep=1, exclude_tools=["read_file"], tail_tokens=1_000,
+                           min_tail_turns=1, summary_model="scripted")
+    async with running_worker(client, store, provider=StepPlan(plan=RECALL_PLAN)) as h:
+        run_id = await h.start(RunSpec(objective="Survey the routing and ledger files; write what you find to "
+                                       "survey.txt.", workspace=str(ws), context=policy, approvers=["alice"]))
+        pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
+        await api.approve(h.client, run_id, pending.approval_id, "alice")
+        result = await h.result(run_id)
+        assert result.status == "completed", result.reason
+        return await h.client.get_workflow_handle(run_id).fetch_history(), run_id
+
+
+async def test_a_run_with_facts_and_recall_replays(store, temporal_client, tmp_path):
+    from longrun.models.audit import CompactionDone, ToolRan
+
+    fresh, run_id = await record_recall_history(store, temporal_client, tmp_path)
+    if os.environ.get("LONGRUN_RECORD_HISTORIES"):
+        (HISTORIES / "agent_run_recall_facts.json").write_text(fresh.to_json())
+    done = [r.event for r in store.audit(run_id) if isinstance(r.event, CompactionDone)]
+    assert any(e.report.outcome == "applied" for e in done), [e.report for e in done]
+    rows = store.facts(run_id)
+    assert any("shard-07" in r.text and "9107" in r.text for r in rows), "the compaction wrote the fact to the store"
+    recalled = [r.event for r in store.audit(run_id) if isinstance(r.event, ToolRan) and r.event.tool == "recall"]
+    assert len(recalled) == 1 and not recalled[0].is_error, recalled
+    answer = [b for e in store.transcript(run_id) for b in e.message.content
+              if getattr(b, "tool_use_id", "").startswith("toolu_p004")]
+    assert answer and "current" in str(answer[0].content) and "9107" in str(answer[0].content), answer
+    text = decoded_history(fresh)
+    scheduled = [e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+                 for e in json.loads(fresh.to_json())["events"] if "activityTaskScheduledEventAttributes" in e]
+    assert "longrun.compact" in scheduled and "longrun.tool_step" in scheduled, scheduled
+    assert "shard-07 replicates" not in text and "9107" not in text, "facts and tool output stay out of the history"
+    stored = WorkflowHistory.from_json("agent_run_recall_facts",
+                                       json.loads((HISTORIES / "agent_run_recall_facts.json").read_text()))
+    for history in (fresh, stored):
+        await replayer(AgentRunWorkflow).replay_workflow(history)
+        with pytest.raises(NondeterminismError):
+            await replayer(ChangedAgentRunWorkflow).replay_workflow(history)

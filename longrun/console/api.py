@@ -135,6 +135,19 @@ async def timeline(run_id: str, request: Request, p: Me,
     return await asyncio.to_thread(views.timeline, c.store, run_id, after=after, limit=limit)
 
 
+@router.get("/runs/{run_id}/facts", summary="the run's fact store, and which current facts the last compaction left out")
+async def facts(run_id: str, request: Request, p: Me,
+                kind: Literal["rule", "decision", "value", "status", "preference"] | None = Query(default=None),
+                subject: str = Query(default="", max_length=500,
+                                     description="only facts whose subject, value or text hold every one of these words"),
+                everything: bool = Query(default=False, alias="all",
+                                         description="include superseded facts, marked with what replaced them"),
+                ) -> dict[str, Any]:
+    c = console_of(request)
+    await _run(c, run_id)
+    return await asyncio.to_thread(views.facts_listing, c, run_id, kind=kind, subject=subject, everything=everything)
+
+
 @router.get("/runs/{run_id}/approvals/{approval_id}", summary="one approval request, whole, with its diff")
 async def approval(run_id: str, approval_id: str, request: Request, p: Me) -> dict[str, Any]:
     c = console_of(request)

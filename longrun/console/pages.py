@@ -125,7 +125,7 @@ def _run_page(c: Console, run_id: str, p: Principal, partial: str | None = None)
     arrive) only what that fragment needs, not the timeline and the chart."""
     store = c.store
     try:
-        detail = views.run_detail(c, run_id, p)
+        detail = views.run_detail(c, run_id, p, facts=partial in (None, "facts"))
     except RunNotFoundError as exc:
         raise NotFound(f"no run {run_id!r}: the runs page lists them") from exc
     card = _card(store, detail["pending_approval"]) if detail["pending_approval"] and partial in (None, "approval") \
@@ -141,8 +141,8 @@ def _run_page(c: Console, run_id: str, p: Principal, partial: str | None = None)
 
 @router.get("/runs/{run_id}")
 async def run_page(run_id: str, request: Request, p: Me, partial: str | None = Query(default=None)) -> Response:
-    if partial not in (None, "status", "approval", "state"):
-        raise NotFound(f"no fragment {partial!r} of the run page (status, approval, state)")
+    if partial not in (None, "status", "approval", "state", "facts"):
+        raise NotFound(f"no fragment {partial!r} of the run page (status, approval, state, facts)")
     data = await asyncio.to_thread(_run_page, console_of(request), run_id, p, partial)
     if partial == "status":
         return page(request, "_run_status.html", p, **data)
@@ -150,6 +150,8 @@ async def run_page(run_id: str, request: Request, p: Me, partial: str | None = Q
         return page(request, "_approval_slot.html", p, **data)
     if partial == "state":
         return page(request, "_run_state.html", p, **data)
+    if partial == "facts":
+        return page(request, "_run_facts.html", p, **data)
     return page(request, "run.html", p, **data)
 
 

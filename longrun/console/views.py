@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from longrun.context import list_facts
 from longrun.models.audit import (
     ApprovalExpired,
     ApprovalGranted,
@@ -117,8 +118,38 @@ def list_runs(c: Console, *, status: str | None = None, waiting: bool | None = N
     return rows
 
 
-def run_detail(c: Console, run_id: str, who: Principal | None) -> dict[str, Any]:
-    """Everything the run page shows above the timeline."""
+FACTS_SHOWN = 500
+"""Facts the run page and its JSON twin list at most (current ones first); `GET
+/api/runs/{run_id}/facts` and `longrun facts` list them all."""
+
+
+def run_facts(c: Console, run_id: str, *, limit: int = FACTS_SHOWN) -> dict[str, Any]:
+    """The run's fact store as the run page shows it: current facts, each marked shown or left
+    out by the last projection, then the superseded ones with what replaced them (from
+    `longrun.context.list_facts`, as `longrun facts` computes it). Facts change only at a
+    compaction, so the page asks for this at load and after a compaction event."""
+    listing = list_facts(c.store.facts(run_id), c.store.latest_projection(run_id), include_superseded=True)
+    current = [f.as_dict() for f in listing.facts if f.current]
+    old = [f.as_dict() for f in listing.facts if not f.current]
+    shown_current = current[:limit]
+    shown_old = old[:max(0, limit - len(shown_current))]
+    return {"projection_version": listing.projection_version, "current": listing.current,
+            "superseded": listing.total - listing.current, "total": listing.total, "left_out": listing.left_out,
+            "items": shown_current + shown_old, "more": len(current) + len(old) - len(shown_current) - len(shown_old)}
+
+
+def facts_listing(c: Console, run_id: str, *, kind: str | None = None, subject: str = "",
+                  everything: bool = False) -> dict[str, Any]:
+    """The whole listing `longrun facts RUN --json` prints, for `GET /api/runs/{run_id}/facts`."""
+    projection = c.store.latest_projection(run_id)
+    listing = list_facts(c.store.facts(run_id), projection, query=subject, kind=kind, include_superseded=everything)
+    return {"run_id": run_id, "projection_version": listing.projection_version, "current": listing.current,
+            "total": listing.total, "left_out": listing.left_out, "facts": [f.as_dict() for f in listing.facts]}
+
+
+def run_detail(c: Console, run_id: str, who: Principal | None, *, facts: bool = True) -> dict[str, Any]:
+    """Everything the run page shows above the timeline; `facts=False` leaves out the fact store
+    (the live fragments that do not show it)."""
     run = c.store.get_run(run_id)
     records = c.audits.records(run_id)
     state = c.store.load_state(run_id)
@@ -143,6 +174,7 @@ def run_detail(c: Console, run_id: str, who: Principal | None) -> dict[str, Any]
                     "points": [p.__dict__ for p in context_points(records)]},
         "artifacts": artifacts, "audit_events": len(records), "workspace": run.spec.workspace,
         "finished": RunStatus(view.status).finished,
+        "facts": run_facts(c, run_id) if facts else None,
     }
 
 
@@ -178,5 +210,5 @@ def pending_approvals(c: Console, who: Principal, *, everything: bool = False,
     return out
 
 
-__all__ = ["can_decide", "category", "context_svg", "event_item", "list_runs", "pending_approvals", "run_detail",
-           "run_row", "timeline"]
+__all__ = ["can_decide", "category", "context_svg", "event_item", "facts_listing", "list_runs", "pending_approvals", "run_detail",
+           "run_facts", "run_row", "timeline"]

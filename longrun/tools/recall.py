@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from longrun.context.factstore import FactStore
+from longrun.context import FactStore, recall
 from longrun.errors import ToolError
 from longrun.models.blocks import TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.models.context import FactRow
@@ -27,8 +27,6 @@ from longrun.store.records import TranscriptRecord
 from longrun.tools._text import cap_bytes
 from longrun.tools.base import Tool, ToolContext, ToolOutcome
 
-MAX_HITS = 40
-"""Rows shown at most (current first); the rest are counted."""
 SCAN_ENTRIES = 200
 """Transcript entries the fallback reads at most, newest first."""
 MAX_TRANSCRIPT_HITS = 10
@@ -60,33 +58,6 @@ class RunMemory:
         if last is None:
             return []
         return self.store.transcript(self.run_id, after_seq=max(0, last.seq - limit))
-
-
-def describe(row: FactRow, store: FactStore, replaced_by: dict[int, int]) -> str:
-    """One row as recall (and `longrun facts`) shows it: value, source seq, speaker, lineage."""
-    by_seq = {r.seq: r for r in store.rows}
-    head = f"[fact {row.seq}] ({row.kind}, said by {row.source}, transcript seq {row.source_seq}"
-    head += f", {row.where})" if row.where else ")"
-    parts = [f"{head} {row.text}"]
-    if row.value:
-        parts.append(f"  value: {row.value}")
-    if row.seq in replaced_by:
-        newer = by_seq.get(replaced_by[row.seq])
-        parts.append(f"  SUPERSEDED by fact {replaced_by[row.seq]}"
-                     + (f" (transcript seq {newer.source_seq})" if newer else ""))
-    for old in row.supersedes:
-        was = by_seq.get(old)
-        parts.append(f"  supersedes fact {old}" + (f": {was.text}" if was else ""))
-    return "\n".join(parts)
-
-
-def replacements(store: FactStore) -> dict[int, int]:
-    """Each superseded row's seq → the row that replaced it (the first one to name it)."""
-    out: dict[int, int] = {}
-    for r in store.rows:
-        for s in r.supersedes:
-            out.setdefault(s, r.seq)
-    return out
 
 
 def _entry_text(entry: TranscriptRecord) -> str:
@@ -130,18 +101,9 @@ def _recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         raise ToolError("query is empty: give a subject or words the fact holds, e.g. {\"query\": \"database port\"}")
     if ctx.memory is None:
         raise ToolError("no fact store is available to this run; search the workspace with grep instead")
-    store = FactStore(ctx.memory.facts())
-    rows = store.recall(query, kind=kind, include_superseded=True)
-    current = [r for r in rows if not store.superseded(r)]
-    old = [r for r in rows if store.superseded(r)]
-    if rows:
-        gone = replacements(store)
-        shown = (current + old)[:MAX_HITS]
-        lines = [f"{len(current)} current and {len(old)} superseded fact(s) match {query!r}"
-                 + (f" (kind {kind})" if kind else "") + ":"]
-        lines += [describe(r, store, gone) for r in shown]
-        if len(rows) > len(shown):
-            lines.append(f"[{len(rows) - len(shown)} more; narrow the query or give kind]")
+    found = recall(FactStore(ctx.memory.facts()), query, kind=kind)
+    if found.found:
+        lines = [found.render()]
     else:
         hits = _search_transcript(ctx.memory.recent_entries(SCAN_ENTRIES), query)
         lines = [f"no fact in the store matches {query!r}" + (f" (kind {kind})" if kind else "")

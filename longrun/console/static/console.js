@@ -111,7 +111,7 @@ function followRun() {
   const body = document.body;
   const run = body.dataset.runId;
   const page = `/runs/${encodeURIComponent(run)}`;
-  let pending = null, chart = false;
+  let pending = null, chart = false, facts = false;
   const refresh = () => {
     if (pending) return;
     pending = setTimeout(async () => {
@@ -121,6 +121,10 @@ function followRun() {
       const slot = document.getElementById("approval-slot");
       if (!slot.querySelector(".decided") || !slot.querySelector("input:focus, textarea:focus")) {
         await fragment(page + "?partial=approval", "approval-slot");
+      }
+      if (facts) {
+        facts = false;
+        await fragment(page + "?partial=facts", "run-facts");
       }
       if (chart) {
         chart = false;
@@ -138,6 +142,7 @@ function followRun() {
     if (!tbody.querySelector(`tr[data-seq="${item.seq}"]`)) tbody.appendChild(row(item));
     body.dataset.lastSeq = item.seq;
     if (item.category === "model" || item.category === "compaction") chart = true;
+    if (item.category === "compaction") facts = true;
     refresh();
   });
   source.addEventListener("end", () => {
