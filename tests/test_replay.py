@@ -20,9 +20,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import re
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
