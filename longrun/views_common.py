@@ -45,6 +45,8 @@ from longrun.models.spec import RunSpec
 from longrun.service import render
 from longrun.store import AuditRecord
 
+SCRIPTED_NOTE = "scripted = a deterministic offline stand-in for a model (a Python policy), not an LLM"
+
 
 def clip(text: str, n: int = 140) -> str:
     text = " ".join(text.split())
@@ -201,5 +203,5 @@ def context_points(records: list[AuditRecord]) -> list[render.Point]:
     return points
 
 
-__all__ = ["clip", "context_limits", "context_points", "describe_compaction", "describe_compaction_started",
+__all__ = ["SCRIPTED_NOTE", "clip", "context_limits", "context_points", "describe_compaction", "describe_compaction_started",
            "describe_event", "describe_notification", "describe_provider_context"]

@@ -21,9 +21,9 @@ from longrun.client.connection import connect_temporal, open_database
 from longrun.errors import LongrunError
 from longrun.service.settings import Settings
 from longrun.store import Store
+from longrun.views_common import SCRIPTED_NOTE as SCRIPTED_NOTE  # re-exported for the CLI modules
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-SCRIPTED_NOTE = "scripted = a deterministic offline stand-in for a model (a Python policy), not an LLM"
 
 
 class CliError(Exception):
