@@ -1,22 +1,66 @@
 """longrun: durable, auditable long-running LLM agent jobs on Temporal and PostgreSQL.
 
-The conversation is summarizable material; the task state is the record. See docs/ARCHITECTURE.md.
+The conversation is summarizable material; the task state is the record. See docs/ARCHITECTURE.md,
+and docs/LIBRARY.md for using longrun from your own Python code.
+
+The public names below load on first use (PEP 562): `import longrun` stays cheap, and a worker's
+workflow sandbox, which imports this package again for every run, never pays for the client.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
-if TYPE_CHECKING:
-    from longrun.tools import Tool as Tool
-    from longrun.tools import tool as tool
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from longrun.auth.keys import Signer
+    from longrun.client import Approver, Client, RunUsage, SyncClient, Verification
+    from longrun.errors import (
+        ApprovalError,
+        ConfigError,
+        LongrunError,
+        RunNotFoundError,
+        StackNotRunning,
+        TemporalRefused,
+    )
+    from longrun.models.run import PendingApproval, RunStatus, RunStatusView
+    from longrun.models.spec import RunSpec
+    from longrun.service.approval_view import ApprovalView
+    from longrun.service.settings import Settings
+    from longrun.store import AuditRecord
+    from longrun.tools import Tool, tool
+
+_WHERE = {
+    "Approver": "longrun.client", "Client": "longrun.client", "RunUsage": "longrun.client",
+    "SyncClient": "longrun.client", "Verification": "longrun.client",
+    "Signer": "longrun.auth.keys",
+    "ApprovalError": "longrun.errors", "ConfigError": "longrun.errors", "LongrunError": "longrun.errors",
+    "RunNotFoundError": "longrun.errors", "StackNotRunning": "longrun.errors", "TemporalRefused": "longrun.errors",
+    "PendingApproval": "longrun.models.run", "RunStatus": "longrun.models.run", "RunStatusView": "longrun.models.run",
+    "RunSpec": "longrun.models.spec",
+    "ApprovalView": "longrun.service.approval_view",
+    "Settings": "longrun.service.settings",
+    "AuditRecord": "longrun.store",
+    "Tool": "longrun.tools", "tool": "longrun.tools",
+}
+
+__all__ = [
+    "ApprovalError", "ApprovalView", "Approver", "AuditRecord", "Client", "ConfigError", "LongrunError",
+    "PendingApproval", "RunNotFoundError", "RunSpec", "RunStatus", "RunStatusView", "RunUsage", "Settings", "Signer",
+    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "tool",
+]
+
 
 def __getattr__(name: str) -> Any:
-    """`Tool` and `tool` load on first use: the workflow sandbox re-imports this package, and must
-    not import the tools (and the store) with it."""
-    if name in ("Tool", "tool"):
-        import longrun.tools
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'longrun' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
 
-        return getattr(longrun.tools, name)
-    raise AttributeError(f"module 'longrun' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -25,7 +25,8 @@
     ├── ApprovalError               an approve/reject update was refused
     │   ├── ProofRefused            a decision's signed proof is missing, invalid, revoked or stale
     │   └── ApprovalNotFound        no such approval request in the run (`longrun show`)
-    └── StackNotRunning             the embedded dev stack (or the configured one) does not answer
+    ├── StackNotRunning             the embedded dev stack (or the configured one) does not answer
+    └── TemporalRefused             Temporal refused a call for a reason none of the above names
 
 Which of these Temporal retries is decided in one place, `longrun.activities.boundary`: the
 transient ones (`StoreUnavailable`, `StackNotRunning`, `RetryableProviderError`) are retried,
@@ -184,3 +185,12 @@ class ApprovalNotFound(ApprovalError):
 
 class StackNotRunning(LongrunError):
     """The database or the Temporal server does not answer."""
+
+
+class TemporalRefused(LongrunError):
+    """Temporal refused a client call with a status none of the other errors covers
+    (`longrun.client.calls.rpc_error`); `status` is the RPC status code's name."""
+
+    def __init__(self, message: str, *, status: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from longrun.errors import ConfigError
 from longrun.models.canonical import sha256_hex
-from longrun.models.signed import Proof, _Record
+from longrun.models.signed import Proof, SignableRecord
 
 KEYS_DIR_ENV = "LONGRUN_KEYS_DIR"
 
@@ -129,7 +129,7 @@ class Signer:
             raise ConfigError(f"{where} holds a {type(key).__name__}, not an Ed25519 key")
         return cls(principal=principal, key=key, path=where)
 
-    def sign(self, record: _Record) -> Proof:
+    def sign(self, record: SignableRecord) -> Proof:
         """The proof for `record`, which must name this signer's principal and key."""
         if record.principal != self.principal or record.key_id != self.key_id:
             raise ValueError("a signer signs only records that name its own principal and key")

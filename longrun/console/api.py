@@ -22,6 +22,9 @@ from sse_starlette.sse import EventSourceResponse
 
 from longrun.auth.audit_check import verify_decisions
 from longrun.auth.keys import Signer
+from longrun.client import calls
+from longrun.client import runs as client_runs
+from longrun.client.status import pending_from_audit
 from longrun.console import views
 from longrun.console.auth import Me, Principal, check_csrf, check_origin, client_address, login, logout, signer
 from longrun.console.context import Console
@@ -38,13 +41,11 @@ from longrun.models.audit import (
     ScopeGranted,
 )
 from longrun.models.run import RunStatus
-from longrun.service import client as api
 from longrun.service import decide
 from longrun.service.approval_view import approval_view
-from longrun.service.client import pending_from_audit
-from longrun.service.commands.audit import describe_event
 from longrun.store import AuditRecord, InvalidInputError
 from longrun.store.records import RunRecord
+from longrun.views_common import describe_event
 
 router = APIRouter(prefix="/api")
 
@@ -174,7 +175,7 @@ async def _signer(c: Console, p: Principal) -> Signer:
 async def _refuse_decision(c: Console, run_id: str, approval_id: str, p: Principal, why: str) -> None:
     """Audit a refused decision, within the person's budget of audited refusals (`throttle`)."""
     if c.refusals.allow(p.name):
-        await asyncio.to_thread(api.record_refusal, c.store, run_id, approval_id, p.name, why)
+        await asyncio.to_thread(calls.record_refusal, c.store, run_id, approval_id, p.name, why)
 
 
 def quoted(text: str, limit: int = 64) -> str:
@@ -266,8 +267,10 @@ async def _operate(request: Request, p: Principal, run_id: str, action: Action, 
     client = await c.client()
     try:
         if say_body is not None:
-            return await api.say(client, c.store, run_id, say_body.text, constraint=say_body.constraint)
-        return await api.control(client, run_id, action)
+            return await client_runs.say(client, c.store, run_id, say_body.text, constraint=say_body.constraint)
+        if action == "say":
+            raise AssertionError("say comes with its text")
+        return await calls.control(client, run_id, action)
     except ApprovalError as exc:
         raise Conflict(f"{action} refused: {exc}") from exc
 

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
+from longrun.client.connection import connect_temporal
+from longrun.client.feeds import Feeds
 from longrun.console.cache import AuditCache
 from longrun.console.errors import Unavailable
-from longrun.console.feeds import Feeds
 from longrun.console.session_mac import SessionMac, load_session_mac
 from longrun.console.throttle import Derivations, RefusalBudget
 from longrun.console.views import sse_frame
 from longrun.errors import StackNotRunning
-from longrun.service import client as api
 from longrun.service.settings import Settings
 from longrun.store import Store
 
@@ -54,7 +54,7 @@ class Console:
         async with self._lock:
             if self._client is None:
                 try:
-                    self._client = await api.connect(self.settings)
+                    self._client = await connect_temporal(self.settings.temporal_address, self.settings.namespace)
                 except StackNotRunning as exc:
                     raise Unavailable(str(exc)) from exc
             return self._client

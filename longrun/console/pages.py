@@ -26,7 +26,7 @@ from longrun.console.session_cookie import clear_cookie, set_cookie
 from longrun.errors import LongrunError, RunNotFoundError
 from longrun.models import utcnow
 from longrun.service.approval_view import DIFF_TOOLS, approval_view
-from longrun.service.commands.common import SCRIPTED_NOTE
+from longrun.views_common import SCRIPTED_NOTE
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))

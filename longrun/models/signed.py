@@ -39,7 +39,7 @@ CLOCK_SKEW_SECONDS = 60
 """A record issued up to this far in the verifier's future is accepted (clocks drift)."""
 
 
-class _Record(BaseModel):
+class SignableRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     v: Literal[1] = 1
@@ -54,7 +54,7 @@ class _Record(BaseModel):
         return canonical_json(self.model_dump(mode="json"))
 
 
-class DecisionRecord(_Record):
+class DecisionRecord(SignableRecord):
     purpose: Literal["longrun.decision"] = "longrun.decision"
     approval_id: str = Field(min_length=1, max_length=200)
     action_hash: Sha256
@@ -65,7 +65,7 @@ class DecisionRecord(_Record):
     edit_id: int | None = Field(default=None, ge=1)
 
 
-class ScopeRecord(_Record):
+class ScopeRecord(SignableRecord):
     purpose: Literal["longrun.scope"] = "longrun.scope"
     scope_id: str = Field(pattern=r"^scp-[0-9a-f]{16}$")
     tools: list[str] = Field(min_length=1, max_length=20)
@@ -75,7 +75,7 @@ class ScopeRecord(_Record):
     constraints_sha256: Sha256
 
 
-class ScopeRevokeRecord(_Record):
+class ScopeRevokeRecord(SignableRecord):
     purpose: Literal["longrun.scope_revoke"] = "longrun.scope_revoke"
     scope_id: str = Field(pattern=r"^scp-[0-9a-f]{16}$")
 

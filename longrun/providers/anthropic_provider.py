@@ -30,7 +30,6 @@ import anthropic
 from longrun.errors import ConfigError, ContextOverflow, FatalProviderError, ProviderError, RetryableProviderError
 from longrun.models.blocks import Block, Message, block_adapter
 from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse, Usage
-from longrun.providers.base import retry_after_seconds
 from longrun.providers.models_table import ANTHROPIC_PREFIX, model_info
 from longrun.providers.provider_context import (
     FAILED_COMPACTION_TEXT,
@@ -38,6 +37,7 @@ from longrun.providers.provider_context import (
     anthropic_edits,
     anthropic_report,
 )
+from longrun.providers.retry_after import retry_after_seconds
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ request, then retry) or `FatalProviderError` (retrying cannot help).
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse
 
@@ -40,22 +40,6 @@ class Provider(Protocol):
     def count_tokens(self, request: ModelRequest) -> int:
         """Input tokens of `request` as the provider counts them."""
         ...
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """How long a rate-limited or overloaded server asked us to wait (`retry-after-ms`, else
-    `retry-after` in seconds), for the activity error's `next_retry_delay`; None when it did not say."""
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) / scale)
-        except ValueError:
-            continue
-    return None
 
 
 def get_provider(

@@ -24,7 +24,7 @@ import openai
 
 from longrun.errors import ContextOverflow, FatalProviderError, ProviderError, RetryableProviderError
 from longrun.models.provider import ToolSpec
-from longrun.providers.base import retry_after_seconds
+from longrun.providers.retry_after import retry_after_seconds
 from longrun.tools.registry import MALFORMED_ARGUMENTS
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})

@@ -19,24 +19,28 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from temporalio.client import Client
+from temporalio.workflow import UpdateMethodMultiParam
 
 from longrun.auth.keys import Signer
 from longrun.auth.scopes import check_glob, constraints_sha256, max_ttl_from_env, ttl_refusal
+from longrun.client.calls import query_status, record_refusal, update
 from longrun.errors import ApprovalError, ConfigError
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash
 from longrun.models.io import ApproveInput, RejectInput, ScopeInput
 from longrun.models.run import PendingApproval
 from longrun.models.signed import DEFAULT_LIFETIME_SECONDS, DecisionRecord, Proof, ScopeRecord, ScopeRevokeRecord
-from longrun.service.client import _update, query_status, record_refusal
 from longrun.store import Store
 from longrun.tools.recorded import run_tool_list
 from longrun.tools.registry import default_registry
+from longrun.workflows.agent_run import AgentRunWorkflow
 
 Approver = str | Signer
+A = TypeVar("A", bound=BaseModel)
 
 _TOOLS = default_registry()
 SCOPABLE_TOOLS = tuple(t for t in _TOOLS.names() if _TOOLS.get(t).needs_approval)
@@ -70,10 +74,10 @@ async def _pending(client: Client, run_id: str, approval_id: str) -> PendingAppr
     return pending if pending is not None and pending.approval_id == approval_id else None
 
 
-async def _send(client: Client, store: Store | None, run_id: str, what: str, approver: str, name: str,
-                arg: Any) -> str:
+async def _send(client: Client, store: Store | None, run_id: str, what: str, approver: str,
+                handler: UpdateMethodMultiParam[[Any, A], Any], arg: A) -> str:
     try:
-        return await _update(client, run_id, name, arg)
+        return await update(client, run_id, handler, arg)
     except ApprovalError as exc:
         if not exc.audited:
             record_refusal(store, run_id, what, approver, str(exc))
@@ -131,7 +135,7 @@ async def approve(
         raise ApprovalError(f"approval {approval_id} is not pending on run {run_id}; nothing to edit")
     inp = ApproveInput(approval_id=approval_id, approver=signer.principal, ttl_seconds=ttl_seconds, proof=proof,
                        edit_id=edit_id)
-    return await _send(client, store, run_id, approval_id, signer.principal, "approve", inp)
+    return await _send(client, store, run_id, approval_id, signer.principal, AgentRunWorkflow.approve, inp)
 
 
 def _store_edit(store: Store, run_id: str, pending: PendingApproval, edit: dict[str, Any],
@@ -170,7 +174,7 @@ async def reject(
         proof = signer.sign(DecisionRecord(**_record_base(signer, run_id, lifetime_seconds), approval_id=approval_id,
                                            action_hash=pending.action_hash, decision="reject", reason=reason))
     inp = RejectInput(approval_id=approval_id, approver=signer.principal, reason=reason, proof=proof)
-    return await _send(client, store, run_id, approval_id, signer.principal, "reject", inp)
+    return await _send(client, store, run_id, approval_id, signer.principal, AgentRunWorkflow.reject, inp)
 
 
 async def grant_scope(
@@ -208,7 +212,7 @@ async def grant_scope(
     proof = signer.sign(ScopeRecord(**_record_base(signer, run_id, DEFAULT_LIFETIME_SECONDS), scope_id=scope_id,
                                     tools=list(tools), paths=list(paths), max_uses=max_uses, expires_at=expires,
                                     constraints_sha256=constraints_sha256(constraints)))
-    answer = await _send(client, store, run_id, scope_id, signer.principal, "grant_scope",
+    answer = await _send(client, store, run_id, scope_id, signer.principal, AgentRunWorkflow.grant_scope,
                          ScopeInput(approver=signer.principal, proof=proof))
     return scope_id, answer
 
@@ -221,7 +225,7 @@ async def revoke_scope(client: Client, store: Store, run_id: str, scope_id: str,
         proof = signer.sign(ScopeRevokeRecord(**_record_base(signer, run_id, DEFAULT_LIFETIME_SECONDS), scope_id=scope_id))
     except ValueError as exc:
         raise ApprovalError(f"{scope_id!r} is not a scope id (scp- and 16 hex digits)") from exc
-    return await _send(client, store, run_id, scope_id, signer.principal, "revoke_scope",
+    return await _send(client, store, run_id, scope_id, signer.principal, AgentRunWorkflow.revoke_scope,
                        ScopeInput(approver=signer.principal, proof=proof))
 
 

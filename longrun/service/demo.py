@@ -30,17 +30,19 @@ from temporalio.client import Client
 
 from longrun.auth import Signer, key_id_of, new_key, public_pem, write_private_key
 from longrun.auth.audit_check import verify_decisions
-from longrun.models.audit import CompactionDone, ModelCalled, ToolRan
+from longrun.client import runs as client_runs
+from longrun.client.connection import connect_temporal, open_database
+from longrun.models.audit import CompactionDone, ToolRan
 from longrun.models.run import RunStatus
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.models.state import TaskState, utcnow
-from longrun.service import client as api
-from longrun.service import demo_console, devstack, render
+from longrun.service import decide, demo_console, devstack, render
 from longrun.service.commands.audit import summary, summary_lines, timeline
-from longrun.service.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, context_limits, usage_error
+from longrun.service.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, usage_error
 from longrun.service.commands.watch import Watcher, describe_pending
 from longrun.service.settings import Settings, longrun_home
-from longrun.store import AuditRecord, Store
+from longrun.store import Store
+from longrun.views_common import context_limits, context_points
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SAMPLE = REPO / "samples" / "forensic-demo"
@@ -123,8 +125,8 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     signer = ensure_demo_approver(info.owner_url or settings.owner_database_url, home)
     out(f"approver: {APPROVER}, a principal this demo registered; its private key is {signer.path}")
     out("  (the demo signs the approval with it on your behalf; the worker verifies the signature)")
-    store = api.open_store(settings)
-    client = await api.connect(settings)
+    store = open_database(settings.database_url)
+    client = await connect_temporal(settings.temporal_address, settings.namespace)
     from longrun.service.worker import build_worker
 
     queue = f"longrun-demo-{uuid.uuid4().hex[:8]}"
@@ -138,7 +140,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
                 url = await stack.enter_async_context(demo_console.serving(store, settings, args.console_port))
                 console = (url, password)
                 out(f"console: {url} (sign in as {APPROVER}, password {password}: made for this demo, shown once)")
-            run_id = await api.start_run(client, store, spec, task_queue=queue)
+            run_id = await client_runs.start_run(client, store, spec, task_queue=queue)
             timeout = DEMO_TIMEOUT + (spec.approval_ttl_seconds if console else 0)
             code = await asyncio.wait_for(_drive(client, store, run_id, workspace, signer, console), timeout)
     except TimeoutError:
@@ -195,7 +197,7 @@ async def _drive(client: Client, store: Store, run_id: str, workspace: Path, sig
             status = await watcher.follow(lambda s: s.status is not RunStatus.waiting_approval, interval=0.5)
         else:
             out(f"approving as {APPROVER}, signed with key {signer.key_id} (the demo approves on your behalf)")
-            out("  " + await api.approve(client, run_id, pending.approval_id, signer, store=store))
+            out("  " + await decide.approve(client, run_id, pending.approval_id, signer, store=store))
         section("4. run: after the approval")
         status = await watcher.follow(lambda s: False, interval=0.2)
     if status.status is not RunStatus.completed:
@@ -291,16 +293,3 @@ def over_trigger(points: list[render.Point], trigger: int) -> tuple[int, int]:
     that leaves the next request over the trigger did not free enough (thrashing)."""
     over = [i for i, p in enumerate(points) if p.tokens > trigger]
     return len(over), sum(1 for i in over if i > 0 and points[i - 1].compacted_after)
-
-
-def context_points(records: list[AuditRecord]) -> list[render.Point]:
-    """One point per model request (its calibrated size); a compaction marks the request before it."""
-    points: list[render.Point] = []
-    for r in records:
-        e = r.event
-        if isinstance(e, ModelCalled):
-            points.append(render.Point(turn=e.turn, tokens=e.calibrated_tokens))
-        elif isinstance(e, CompactionDone) and points and e.report.outcome in ("applied", "summary_rejected"):
-            last = points[-1]
-            points[-1] = render.Point(last.turn, last.tokens, True, e.report.tokens_after_calibrated)
-    return points

@@ -34,12 +34,12 @@ from longrun.store.core import (
     MAX_MESSAGE_BYTES,
     InvalidInputError,
     StaleProjectionError,
-    _check_int,
-    _check_size,
-    _check_text,
-    _fetch_one,
-    _fields,
-    _validate,
+    check_int,
+    check_size,
+    check_text,
+    fetch_one,
+    fields,
+    validate,
 )
 from longrun.store.facts import FactsMixin
 from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
@@ -104,7 +104,7 @@ class ArtifactsMixin(FactsMixin):
         blob = bytes(data)
         if len(blob) > MAX_ARTIFACT_BYTES:
             raise InvalidInputError(f"data: {len(blob):,} bytes is over the artifact limit of {MAX_ARTIFACT_BYTES:,}")
-        _check_text("media_type", media_type, 200, nonempty=True)
+        check_text("media_type", media_type, 200, nonempty=True)
         digest = sha256_hex(blob)
 
         def write(c: psycopg.Connection) -> None:
@@ -233,14 +233,14 @@ class ArtifactsMixin(FactsMixin):
             StaleStateError: the head is not `expected_state_version`.
             StaleProjectionError: (a StaleStateError) a newer or equal projection version exists.
         """
-        proj: Projection = _validate(Projection, projection, "projection")
-        _check_int("expected_state_version", expected_state_version, minimum=1)
+        proj: Projection = validate(Projection, projection, "projection")
+        check_int("expected_state_version", expected_state_version, minimum=1)
         content: dict[str, Any] = {
             "summary": self.redactor.redact(proj.summary) if proj.summary else proj.summary,
             "messages": [self._redact_message(m.model_dump(mode="json")) for m in proj.messages]}
         if proj.summary_users is not None:
             content["summary_users"] = [self.redactor.redact(t) for t in proj.summary_users]
-        _check_size("projection", content, MAX_MESSAGE_BYTES * 4, "the projection should be smaller than the window")
+        check_size("projection", content, MAX_MESSAGE_BYTES * 4, "the projection should be smaller than the window")
         report = proj.report.model_dump(mode="json")
 
         def tx(s: Session) -> int:
@@ -276,13 +276,13 @@ class ArtifactsMixin(FactsMixin):
                 summary_users=row.content.get("summary_users"),
             )
         except ValidationError as exc:
-            raise StoreError(f"projection {row.version} of run {run_id} does not parse: {_fields(exc)}") from exc
+            raise StoreError(f"projection {row.version} of run {run_id} does not parse: {fields(exc)}") from exc
 
     def latest_projection(self, run_id: str) -> Projection | None:
         """The newest projection of the run, or None before the first compaction."""
 
         def read(c: psycopg.Connection) -> Projection | None:
-            row = _fetch_one(c, _LATEST_PROJECTION_SQL, {"run_id": run_id})
+            row = fetch_one(c, _LATEST_PROJECTION_SQL, {"run_id": run_id})
             if row is None:
                 raise RunNotFoundError(run_id)
             return None if row.version is None else self._projection(run_id, row)

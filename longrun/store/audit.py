@@ -26,7 +26,7 @@ from longrun.errors import RunNotFoundError, StoreError
 from longrun.models import AuditEvent, audit_event_adapter, canonical_json, chain_hash
 from longrun.store.appends import ChainAppendMixin
 from longrun.store.chain import audit_payload
-from longrun.store.core import MAX_EVENT_BYTES, InvalidInputError, _check_text, _check_text_size, _fetch, _fields
+from longrun.store.core import MAX_EVENT_BYTES, InvalidInputError, check_text, check_text_size, fetch, fields
 from longrun.store.records import AuditRecord
 from longrun.store.tables import ACTOR_MAX
 
@@ -74,15 +74,15 @@ class AuditMixin(ChainAppendMixin):
         Raises:
             InvalidInputError: a bad actor or event, or an event over `MAX_EVENT_BYTES`.
         """
-        _check_text(f"{where}actor", actor, ACTOR_MAX, nonempty=True)
+        check_text(f"{where}actor", actor, ACTOR_MAX, nonempty=True)
         try:
             raw = event.model_dump(mode="json") if isinstance(event, BaseModel) else event
             parsed = audit_event_adapter.validate_python(self.redactor.redact_json(raw))
         except ValidationError as exc:
-            raise InvalidInputError(f"{where}invalid audit event: {_fields(exc)}") from exc
+            raise InvalidInputError(f"{where}invalid audit event: {fields(exc)}") from exc
         data = parsed.model_dump(mode="json")
         text = canonical_json(data)
-        _check_text_size(f"{where}event", text, MAX_EVENT_BYTES, "audit events carry references, not content")
+        check_text_size(f"{where}event", text, MAX_EVENT_BYTES, "audit events carry references, not content")
         return parsed, data, text
 
     @staticmethod
@@ -147,7 +147,7 @@ class AuditMixin(ChainAppendMixin):
         """The run's audit events, oldest first."""
 
         def read(c: psycopg.Connection) -> list[AuditRecord]:
-            rows = _fetch(c, _READ_SQL, {"run_id": run_id})
+            rows = fetch(c, _READ_SQL, {"run_id": run_id})
             if not rows:
                 raise RunNotFoundError(run_id)
             self._remember_head(run_id, rows[0].head_count, rows[0].head_hash, "audit", newer_only=True)
@@ -164,7 +164,7 @@ class AuditMixin(ChainAppendMixin):
         """
 
         def read(c: psycopg.Connection) -> list[AuditRecord]:
-            rows = _fetch(c, _PAGE_SQL, {"run_id": run_id, "after": after_seq, "limit": limit})
+            rows = fetch(c, _PAGE_SQL, {"run_id": run_id, "after": after_seq, "limit": limit})
             if not rows:
                 raise RunNotFoundError(run_id)
             return [_record(run_id, r) for r in rows if r.seq is not None]
@@ -176,6 +176,6 @@ def _record(run_id: str, r: Any) -> AuditRecord:
     try:
         event = audit_event_adapter.validate_python(r.event)
     except ValidationError as exc:
-        raise StoreError(f"audit event {r.seq} of run {run_id} does not parse: {_fields(exc)}") from exc
+        raise StoreError(f"audit event {r.seq} of run {run_id} does not parse: {fields(exc)}") from exc
     return AuditRecord(seq=r.seq, kind=r.kind, event=event, actor=r.actor, created_at=r.created_at,
                        prev_hash=r.prev_hash, hash=r.hash)

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from longrun.auth.sealed import PasswordSeal
 from longrun.errors import RunNotFoundError
 from longrun.models import utcnow
-from longrun.store.core import InvalidInputError, StoreCore, _fetch_one
+from longrun.store.core import InvalidInputError, StoreCore, fetch_one
 from longrun.store.tables import (
     ConsoleKeyRow,
     ConsoleSessionRow,
@@ -188,7 +188,7 @@ class ConsoleMixin(StoreCore):
         The caller checks the row's MAC."""
 
         def read(c: psycopg.Connection) -> SessionPrincipal | None:
-            row = _fetch_one(c, _PRINCIPAL_SQL, {"token": token_sha256})
+            row = fetch_one(c, _PRINCIPAL_SQL, {"token": token_sha256})
             return None if row is None else SessionPrincipal(row.principal, row.key_id, tuple(row.roles), row.mac,
                                                              row.created_at, row.expires_at)
 
@@ -246,7 +246,7 @@ class ConsoleMixin(StoreCore):
             RunNotFoundError: no such run."""
 
         def read(c: psycopg.Connection) -> int:
-            row = _fetch_one(c, "SELECT audit_count FROM runs WHERE run_id = %(run_id)s", {"run_id": run_id})
+            row = fetch_one(c, "SELECT audit_count FROM runs WHERE run_id = %(run_id)s", {"run_id": run_id})
             if row is None:
                 raise RunNotFoundError(run_id)
             return int(row.audit_count)

@@ -101,7 +101,7 @@ class StaleProjectionError(StaleStateError):
 # ---------------------------------------------------------------------- input checks
 
 
-def _fields(exc: ValidationError) -> str:
+def fields(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:6]:
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(value)"
@@ -110,7 +110,7 @@ def _fields(exc: ValidationError) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-def _validate(model: type[BaseModel], value: Any, what: str) -> Any:
+def validate(model: type[BaseModel], value: Any, what: str) -> Any:
     """Parse `value` (model instance, mapping or JSON text) as `model`, re-validating instances so
     that an object built with `model_construct` or mutated behind pydantic's back is still checked."""
     try:
@@ -122,10 +122,10 @@ def _validate(model: type[BaseModel], value: Any, what: str) -> Any:
             raise InvalidInputError(f"{what}: expected a {model.__name__}, got {type(value).__name__}")
         return model.model_validate(dict(value))
     except ValidationError as exc:
-        raise InvalidInputError(f"invalid {what}: {_fields(exc)}") from exc
+        raise InvalidInputError(f"invalid {what}: {fields(exc)}") from exc
 
 
-def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
+def check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
     if value is None and optional:
         return
     if not isinstance(value, int) or isinstance(value, bool):
@@ -134,7 +134,7 @@ def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -
         raise InvalidInputError(f"{name}: must be >= {minimum}, got {value}")
 
 
-def _check_text(name: str, value: Any, limit: int, *, nonempty: bool = False) -> None:
+def check_text(name: str, value: Any, limit: int, *, nonempty: bool = False) -> None:
     if not isinstance(value, str):
         raise InvalidInputError(f"{name}: expected a string, got {type(value).__name__}")
     if nonempty and not value.strip():
@@ -143,15 +143,15 @@ def _check_text(name: str, value: Any, limit: int, *, nonempty: bool = False) ->
         raise InvalidInputError(f"{name}: {len(value)} characters is over the limit of {limit}")
 
 
-def _check_run_id(name: str, value: Any) -> None:
-    _check_text(name, value, RUN_ID_MAX, nonempty=True)
+def check_run_id(name: str, value: Any) -> None:
+    check_text(name, value, RUN_ID_MAX, nonempty=True)
 
 
-def _check_size(name: str, payload: Any, limit: int, hint: str) -> None:
-    _check_text_size(name, canonical_json(payload), limit, hint)
+def check_size(name: str, payload: Any, limit: int, hint: str) -> None:
+    check_text_size(name, canonical_json(payload), limit, hint)
 
 
-def _check_text_size(name: str, serialized: str, limit: int, hint: str) -> None:
+def check_text_size(name: str, serialized: str, limit: int, hint: str) -> None:
     size = len(serialized.encode("utf-8"))
     if size > limit:
         raise InvalidInputError(f"{name}: {size:,} bytes serialized is over the limit of {limit:,} bytes; {hint}")
@@ -160,7 +160,7 @@ def _check_text_size(name: str, serialized: str, limit: int, hint: str) -> None:
 # ---------------------------------------------------------------------- database errors
 
 
-def _sqlstate(exc: DBAPIError) -> str | None:
+def sqlstate_of(exc: DBAPIError) -> str | None:
     return getattr(exc.orig, "sqlstate", None)
 
 
@@ -179,7 +179,7 @@ full), operator intervention (the server shutting down or restarting) and system
 
 def translate_db_error(exc: DBAPIError, what: str) -> Exception:
     """Map a database error to the longrun hierarchy (the store's boundary)."""
-    code = _sqlstate(exc)
+    code = sqlstate_of(exc)
     message = _db_message(exc)
     if code == APPEND_ONLY_SQLSTATE:
         return AppendOnlyViolation(f"{what} refused: {message}")
@@ -260,7 +260,7 @@ class StoreCore:
                 with self._sessions() as session, session.begin():
                     return fn(session)
             except DBAPIError as exc:
-                if _sqlstate(exc) in RETRYABLE_SQLSTATES and attempt < MAX_ATTEMPTS:
+                if sqlstate_of(exc) in RETRYABLE_SQLSTATES and attempt < MAX_ATTEMPTS:
                     time.sleep(random.uniform(0, 0.02 * 2**attempt))
                     continue
                 raise translate_db_error(exc, what) from exc
@@ -280,7 +280,7 @@ class StoreCore:
             except DBAPIError as exc:
                 if run_id is not None:
                     self._forget_head(run_id, chain)
-                if _sqlstate(exc) in RETRYABLE_SQLSTATES and attempt < MAX_ATTEMPTS:
+                if sqlstate_of(exc) in RETRYABLE_SQLSTATES and attempt < MAX_ATTEMPTS:
                     time.sleep(random.uniform(0, 0.02 * 2**attempt))
                     continue
                 raise translate_db_error(exc, what) from exc
@@ -372,11 +372,11 @@ class StoreCore:
             raise RunNotFoundError(run_id)
 
 
-def _fetch(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> list[Any]:
+def fetch(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> list[Any]:
     """Every row of one statement, as named tuples (columns by name, as ORM rows have them)."""
     return c.cursor(row_factory=namedtuple_row).execute(sql, params).fetchall()
 
 
-def _fetch_one(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> Any | None:
+def fetch_one(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> Any | None:
     """The first row of one statement as a named tuple, or None."""
     return c.cursor(row_factory=namedtuple_row).execute(sql, params).fetchone()

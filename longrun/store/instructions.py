@@ -30,9 +30,9 @@ from longrun.store.core import (
     MAX_INSTRUCTION_CHARS,
     InvalidInputError,
     StoreCore,
-    _check_int,
-    _check_run_id,
-    _check_text,
+    check_int,
+    check_run_id,
+    check_text,
 )
 from longrun.store.records import InstructionRecord
 from longrun.store.tables import ACTOR_MAX, InstructionRow, RunRow, core_table
@@ -58,11 +58,11 @@ class InstructionsMixin(StoreCore):
             InvalidInputError: bad run id, text, `as_constraint` or actor (nothing written).
             RunNotFoundError: no run has this id (nothing written).
         """
-        _check_run_id("run_id", run_id)
-        _check_text("text", text, MAX_INSTRUCTION_CHARS, nonempty=True)
+        check_run_id("run_id", run_id)
+        check_text("text", text, MAX_INSTRUCTION_CHARS, nonempty=True)
         if not isinstance(as_constraint, bool):
             raise InvalidInputError(f"as_constraint: expected a bool, got {type(as_constraint).__name__}")
-        _check_text("actor", actor, ACTOR_MAX, nonempty=True)
+        check_text("actor", actor, ACTOR_MAX, nonempty=True)
         stored = self.redactor.redact(text)
 
         def tx(s: Session) -> int:
@@ -85,8 +85,8 @@ class InstructionsMixin(StoreCore):
                 instruction with this id (an id of another run is not one of this run's).
             RunNotFoundError: no run has this id.
         """
-        _check_run_id("run_id", run_id)
-        _check_int("instruction_id", instruction_id, minimum=1)
+        check_run_id("run_id", run_id)
+        check_int("instruction_id", instruction_id, minimum=1)
 
         def tx(s: Session) -> Any:
             row = s.execute(

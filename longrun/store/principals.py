@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from longrun.auth.check import ROLES, Credential
 from longrun.errors import RunNotFoundError
 from longrun.models import utcnow
-from longrun.store.core import InvalidInputError, StoreCore, _check_int, _check_run_id, _check_text
+from longrun.store.core import InvalidInputError, StoreCore, check_int, check_run_id, check_text
 from longrun.store.tables import ACTOR_MAX, CallEditRow, CredentialRow, PrincipalRow, RunRow, core_table
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
@@ -63,7 +63,7 @@ class PrincipalsMixin(StoreCore):
         unknown = [r for r in roles if r not in ROLES]
         if unknown or not roles:
             raise InvalidInputError(f"roles {list(roles)!r}: choose from {', '.join(ROLES)}")
-        _check_text("actor", actor, ACTOR_MAX, nonempty=True)
+        check_text("actor", actor, ACTOR_MAX, nonempty=True)
 
         def tx(s: Session) -> bool:
             row = s.execute(select(PrincipalRow.roles).where(PrincipalRow.name == name).with_for_update()).one_or_none()
@@ -107,7 +107,7 @@ class PrincipalsMixin(StoreCore):
             InvalidInputError: no such principal, or `key_id` is not one of its keys.
         """
         check_principal_name(principal)
-        _check_text("reason", reason, 2_000)
+        check_text("reason", reason, 2_000)
         now = utcnow()
 
         def tx(s: Session) -> list[str]:
@@ -195,11 +195,11 @@ class PrincipalsMixin(StoreCore):
         Raises:
             InvalidInputError: bad input (nothing written). RunNotFoundError: no such run.
         """
-        _check_run_id("run_id", run_id)
-        _check_int("call_seq", call_seq, minimum=1)
-        _check_text("approval_id", approval_id, 200, nonempty=True)
-        _check_text("call_id", call_id, 200, nonempty=True)
-        _check_text("edited_by", edited_by, ACTOR_MAX, nonempty=True)
+        check_run_id("run_id", run_id)
+        check_int("call_seq", call_seq, minimum=1)
+        check_text("approval_id", approval_id, 200, nonempty=True)
+        check_text("call_id", call_id, 200, nonempty=True)
+        check_text("edited_by", edited_by, ACTOR_MAX, nonempty=True)
         if not isinstance(arguments, dict):
             raise InvalidInputError("arguments: expected a JSON object")
         stored = self.redactor.redact_json(arguments)

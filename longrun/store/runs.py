@@ -38,14 +38,14 @@ from longrun.store.core import (
     MAX_CALIBRATION_BYTES,
     MAX_EVENT_BYTES,
     InvalidInputError,
-    _check_int,
-    _check_run_id,
-    _check_size,
-    _check_text,
-    _fetch_one,
-    _fields,
-    _sqlstate,
-    _validate,
+    check_int,
+    check_run_id,
+    check_size,
+    check_text,
+    fetch_one,
+    fields,
+    sqlstate_of,
+    validate,
 )
 from longrun.store.records import RunRecord
 from longrun.store.tables import (
@@ -95,19 +95,19 @@ class RunsMixin(TranscriptMixin, AuditMixin):
             RunExistsError: a run with this id already exists (nothing written).
             RunNotFoundError: `parent_run_id` names no run (nothing written).
         """
-        _check_run_id("run_id", run_id)
+        check_run_id("run_id", run_id)
         if parent_run_id is not None:
-            _check_run_id("parent_run_id", parent_run_id)
-        _check_text("actor", actor, ACTOR_MAX, nonempty=True)
+            check_run_id("parent_run_id", parent_run_id)
+        check_text("actor", actor, ACTOR_MAX, nonempty=True)
         first = None if opening is None else self._transcript_entry(
             opening, opening_token_estimate, None, 0,
             what="opening message", field="opening", estimate_field="opening_token_estimate",
         )
-        spec = _validate(RunSpec, spec, "run spec")
+        spec = validate(RunSpec, spec, "run spec")
         spec = spec.model_copy(update={"objective": self.redactor.redact(spec.objective),
                                        "constraints": [self.redactor.redact(c) for c in spec.constraints]})
         now = utcnow()
-        state: TaskState = _validate(
+        state: TaskState = validate(
             TaskState,
             {"run_id": run_id, "state_version": 1, "objective": spec.objective,
              "constraints": list(spec.constraints), "updated_at": now},
@@ -120,7 +120,7 @@ class RunsMixin(TranscriptMixin, AuditMixin):
             workspace=spec.workspace, approvers=list(spec.approvers),
         )
         started_json = started.model_dump(mode="json")
-        _check_size("event", started_json, MAX_EVENT_BYTES, "audit events carry references, not content")
+        check_size("event", started_json, MAX_EVENT_BYTES, "audit events carry references, not content")
         # every chain starts on the genesis hash, so the heads are known before anything is written
         state_head = chain_hash(GENESIS_HASH, state_version_payload(run_id, 1, state_json, actor, "run created", now))
         audit_head = self._audit_hash(run_id, 1, GENESIS_HASH, started.kind, started_json, actor, now)
@@ -136,9 +136,9 @@ class RunsMixin(TranscriptMixin, AuditMixin):
                     state_head=state_head, state_count=1, audit_head=audit_head, audit_count=1,
                     transcript_head=transcript[1], transcript_count=transcript[0]))
             except IntegrityError as exc:
-                if _sqlstate(exc) == "23505":
+                if sqlstate_of(exc) == "23505":
                     raise RunExistsError(run_id) from exc
-                if _sqlstate(exc) == "23503" and parent_run_id is not None:
+                if sqlstate_of(exc) == "23503" and parent_run_id is not None:
                     raise RunNotFoundError(parent_run_id) from exc
                 raise
             s.execute(insert(core_table(TaskStateRow)).values(
@@ -166,7 +166,7 @@ class RunsMixin(TranscriptMixin, AuditMixin):
         try:
             spec = RunSpec.model_validate(row.spec, context=STORED_SPEC)  # old MCP entries load, never run
         except ValidationError as exc:
-            raise StoreError(f"stored spec of run {row.run_id} does not parse: {_fields(exc)}") from exc
+            raise StoreError(f"stored spec of run {row.run_id} does not parse: {fields(exc)}") from exc
         return RunRecord(
             run_id=row.run_id, spec=spec, model=row.model, status=row.status, reason=row.reason,
             parent_run_id=row.parent_run_id, created_at=row.created_at, updated_at=row.updated_at,
@@ -177,7 +177,7 @@ class RunsMixin(TranscriptMixin, AuditMixin):
         RunNotFoundError: no run has this id."""
 
         def read(c: psycopg.Connection) -> RunRecord:
-            row = _fetch_one(c, _GET_SQL, {"run_id": run_id})
+            row = fetch_one(c, _GET_SQL, {"run_id": run_id})
             if row is None:
                 raise RunNotFoundError(run_id)
             return self._run_record(row)
@@ -186,7 +186,7 @@ class RunsMixin(TranscriptMixin, AuditMixin):
 
     def list_runs(self, limit: int = 50, parent_run_id: str | None = None) -> list[RunRecord]:
         """Newest runs first; only the children of `parent_run_id` when it is given."""
-        _check_int("limit", limit, minimum=1)
+        check_int("limit", limit, minimum=1)
 
         def tx(s: Session) -> list[RunRecord]:
             q = select(RunRow).order_by(RunRow.created_at.desc(), RunRow.run_id).limit(limit)
@@ -208,7 +208,7 @@ class RunsMixin(TranscriptMixin, AuditMixin):
         except ValueError:
             allowed = ", ".join(s.value for s in RunStatus)
             raise InvalidInputError(f"status: {status!r} is not one of {allowed}") from None
-        _check_text("reason", reason, MAX_TEXT)
+        check_text("reason", reason, MAX_TEXT)
 
         self._update_run("set_run_status", run_id, "status = %(status)s, reason = %(reason)s",
                          {"status": value, "reason": reason})

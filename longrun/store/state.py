@@ -37,12 +37,12 @@ from longrun.store.core import (
     MAX_STATE_BYTES,
     InvalidInputError,
     StoreCore,
-    _check_int,
-    _check_run_id,
-    _check_text,
-    _check_text_size,
-    _fields,
-    _validate,
+    check_int,
+    check_run_id,
+    check_text,
+    check_text_size,
+    fields,
+    validate,
 )
 from longrun.store.records import StateVersionRecord
 from longrun.store.tables import ACTOR_MAX, TaskStateVersionRow
@@ -105,7 +105,7 @@ class StateMixin(StoreCore):
         try:
             return TaskState.model_validate(data)
         except ValidationError as exc:
-            raise StoreError(f"stored {where} of run {run_id} does not parse: {_fields(exc)}") from exc
+            raise StoreError(f"stored {where} of run {run_id} does not parse: {fields(exc)}") from exc
 
     def load_state(self, run_id: str) -> TaskState:
         """The head state of a run.
@@ -160,11 +160,11 @@ class StateMixin(StoreCore):
         return self._cas(run_id, expected_version, new_state, actor, reason).state_version
 
     def _cas(self, run_id: str, expected_version: int, new_state: Any, actor: str, reason: str) -> TaskState:
-        _check_run_id("run_id", run_id)
-        _check_int("expected_version", expected_version, minimum=1)
-        _check_text("actor", actor, ACTOR_MAX, nonempty=True)
-        _check_text("reason", reason, MAX_TEXT)
-        state: TaskState = _validate(TaskState, new_state, "new state")
+        check_run_id("run_id", run_id)
+        check_int("expected_version", expected_version, minimum=1)
+        check_text("actor", actor, ACTOR_MAX, nonempty=True)
+        check_text("reason", reason, MAX_TEXT)
+        state: TaskState = validate(TaskState, new_state, "new state")
         if state.run_id != run_id:
             raise InvalidInputError(f"run_id: the new state is for run {state.run_id!r}, not {run_id!r}")
 
@@ -184,7 +184,7 @@ class StateMixin(StoreCore):
             }
             payload = stored.model_dump(mode="json")
             state_text = canonical_json(payload)
-            _check_text_size("state", state_text, MAX_STATE_BYTES, "keep large content in artifacts and reference it")
+            check_text_size("state", state_text, MAX_STATE_BYTES, "keep large content in artifacts and reference it")
             prev = self._cached_head(run_id, expected_version)
             for _ in range(3):
                 if prev is None:

@@ -25,7 +25,7 @@ from longrun.errors import RunNotFoundError, StoreError
 from longrun.models import Message, Usage, canonical_json, chain_hash
 from longrun.store.appends import ChainAppendMixin
 from longrun.store.chain import transcript_payload
-from longrun.store.core import MAX_MESSAGE_BYTES, _check_int, _check_text_size, _fetch, _fields, _validate
+from longrun.store.core import MAX_MESSAGE_BYTES, check_int, check_text_size, fetch, fields, validate
 from longrun.store.records import TranscriptRecord
 
 _APPEND_SQL = """
@@ -115,13 +115,13 @@ class TranscriptMixin(ChainAppendMixin):
         Raises:
             InvalidInputError: bad message, token estimate, usage or turn, or the message is too big.
         """
-        msg: Message = _validate(Message, message, what)
-        _check_int(estimate_field, token_estimate, minimum=0)
-        _check_int("turn", turn, minimum=0, optional=True)
-        usage_json = None if usage is None else _validate(Usage, usage, "usage").model_dump(mode="json")
+        msg: Message = validate(Message, message, what)
+        check_int(estimate_field, token_estimate, minimum=0)
+        check_int("turn", turn, minimum=0, optional=True)
+        usage_json = None if usage is None else validate(Usage, usage, "usage").model_dump(mode="json")
         content = self._redact_message(msg.model_dump(mode="json"))
         content_text = canonical_json(content)
-        _check_text_size(field, content_text, MAX_MESSAGE_BYTES, "store large tool output as an artifact and reference it")
+        check_text_size(field, content_text, MAX_MESSAGE_BYTES, "store large tool output as an artifact and reference it")
         return msg, content, content_text, usage_json
 
     @staticmethod
@@ -134,15 +134,15 @@ class TranscriptMixin(ChainAppendMixin):
 
     def transcript(self, run_id: str, *, after_seq: int = 0, through_seq: int | None = None) -> list[TranscriptRecord]:
         """Transcript entries with `after_seq < seq <= through_seq`, in order."""
-        _check_int("after_seq", after_seq, minimum=0)
-        _check_int("through_seq", through_seq, minimum=0, optional=True)
+        check_int("after_seq", after_seq, minimum=0)
+        check_int("through_seq", through_seq, minimum=0, optional=True)
         params = {"after": after_seq, "through": through_seq}
         return self._autocommit("transcript", lambda c: self._read_entries(c, _RANGE_SQL, run_id, params))
 
     def _read_entries(self, c: psycopg.Connection, sql: str, run_id: str, params: dict[str, Any]) -> list[TranscriptRecord]:
         """Run a transcript read (one statement joined from the `runs` row), remember the head it
         returned, and parse the entries."""
-        rows = _fetch(c, sql, {"run_id": run_id, **params})
+        rows = fetch(c, sql, {"run_id": run_id, **params})
         if not rows:
             raise RunNotFoundError(run_id)
         self._remember_head(run_id, rows[0].head_count, rows[0].head_hash, "transcript", newer_only=True)
@@ -154,6 +154,6 @@ class TranscriptMixin(ChainAppendMixin):
             message = Message.model_validate(r.content)
             usage = None if r.usage is None else Usage.model_validate(r.usage)
         except ValidationError as exc:
-            raise StoreError(f"transcript entry {r.seq} of run {run_id} does not parse: {_fields(exc)}") from exc
+            raise StoreError(f"transcript entry {r.seq} of run {run_id} does not parse: {fields(exc)}") from exc
         return TranscriptRecord(seq=r.seq, role=r.role, message=message, token_estimate=r.token_estimate,
                                 usage=usage, turn=r.turn, created_at=r.created_at, prev_hash=r.prev_hash, hash=r.hash)

@@ -48,14 +48,14 @@ state says the run is editing."""
 MISSING = "missing"
 
 
-def _path_prop(description: str, default: str | None = None) -> dict[str, Any]:
+def path_prop(description: str, default: str | None = None) -> dict[str, Any]:
     prop: dict[str, Any] = {"type": "string", "maxLength": PATH_MAX, "description": description}
     if default is not None:
         prop["default"] = default
     return prop
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     """The hex sha256 of a regular file (`open_regular`: a FIFO or a device raises at once)."""
     h = hashlib.sha256()
     with open_regular(path) as f:
@@ -64,7 +64,7 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fingerprint(path: Path) -> str:
+def content_fingerprint(path: Path) -> str:
     """`sha256:<hex>` of a file, `missing`, `directory`, or `special:<kind>` for a FIFO, a
     socket or a device (never opened: opening a FIFO blocks)."""
     try:
@@ -75,10 +75,10 @@ def _fingerprint(path: Path) -> str:
         return "directory"
     if not stat.S_ISREG(mode):
         return "special:" + kind_of(mode)
-    return "sha256:" + _file_sha256(path)
+    return "sha256:" + file_sha256(path)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` (absolute, resolved, checked) through a temporary file and a rename
     in the same directory. The directory is opened from `/` with `O_NOFOLLOW` on every component
     and the rename is relative to it, so a symlink swapped in after the check fails the write
@@ -126,7 +126,7 @@ def os_errors_as_tool_errors(
     return wrapper
 
 
-def _path_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
+def path_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     try:
         confine(ctx.workspace, args.get("path", "."))
     except ToolError as exc:
@@ -175,12 +175,12 @@ LIST_DIR = Tool(
     ),
     input_schema={
         "type": "object",
-        "properties": {"path": _path_prop("directory relative to the workspace", ".")},
+        "properties": {"path": path_prop("directory relative to the workspace", ".")},
         "additionalProperties": False,
     },
     kind="read",
     run=_list_dir,
-    check=_path_check,
+    check=path_check,
 )
 
 
@@ -242,7 +242,7 @@ READ_FILE = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": _path_prop("file relative to the workspace"),
+            "path": path_prop("file relative to the workspace"),
             "offset": {"type": "integer", "minimum": 1, "description": "first line to show, 1-based"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 100_000, "description": "lines to show"},
         },
@@ -251,7 +251,7 @@ READ_FILE = Tool(
     },
     kind="read",
     run=_read_file,
-    check=_path_check,
+    check=path_check,
 )
 
 
@@ -264,7 +264,7 @@ def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if target.is_dir():
         raise ToolError(f"{args['path']!r} is a directory; name a file")
     data = args["content"].encode("utf-8")
-    _atomic_write(target, data)
+    atomic_write(target, data)
     digest = hashlib.sha256(data).hexdigest()
     rel = relative(ctx.workspace, target)
     return ToolOutcome(text=f"wrote {len(data)} bytes to {rel} (sha256 {digest})", external_id=digest)
@@ -272,7 +272,7 @@ def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 def _target_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
     """The fingerprint of the file an edit (write_file, apply_patch) targets, before the edit."""
-    return _fingerprint(check_write_path(ctx.workspace, args["path"], allow=ctx.allow_autorun_paths))
+    return content_fingerprint(check_write_path(ctx.workspace, args["path"], allow=ctx.allow_autorun_paths))
 
 
 def _write_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome:
@@ -281,7 +281,7 @@ def _write_reconcile(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome
     except ToolError as exc:
         return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")
     intended = hashlib.sha256(args["content"].encode("utf-8")).hexdigest()
-    current = _fingerprint(target)
+    current = content_fingerprint(target)
     if current == "sha256:" + intended:
         return ReconcileOutcome("confirmed", external_id=intended, detail="the file holds the intended content")
     if current == MISSING:
@@ -308,7 +308,7 @@ WRITE_FILE = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": _path_prop("file relative to the workspace"),
+            "path": path_prop("file relative to the workspace"),
             "content": {"type": "string", "maxLength": MAX_WRITE_CHARS, "description": "the whole new content"},
         },
         "required": ["path", "content"],
@@ -341,7 +341,7 @@ def count_occurrences(text: str, sub: str) -> int:
     return n
 
 
-def _read_text_for_patch(target: Path, path: str) -> str:
+def read_text_for_patch(target: Path, path: str) -> str:
     """The text of the regular file apply_patch edits (opened without blocking or following a
     link: `safe_open.read_regular`)."""
     try:

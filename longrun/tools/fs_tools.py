@@ -26,7 +26,7 @@ from typing import Any
 from longrun.auth.scopes import path_matches
 from longrun.errors import ToolError
 from longrun.tools.base import ReconcileOutcome, Tool, ToolContext, ToolOutcome
-from longrun.tools.files import EDIT_ACTIONS, MISSING, _file_sha256, _path_check, _path_prop, os_errors_as_tool_errors
+from longrun.tools.files import EDIT_ACTIONS, MISSING, file_sha256, os_errors_as_tool_errors, path_check, path_prop
 from longrun.tools.paths import SKIP_DIRS, check_write_path, confine, relative
 from longrun.tools.safe_open import special_kind
 
@@ -46,7 +46,7 @@ def tree_fingerprint(path: Path) -> str:
         return "link:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
     if not path.is_dir():
         kind = special_kind(path)
-        return "special:" + kind if kind else "sha256:" + _file_sha256(path)
+        return "special:" + kind if kind else "sha256:" + file_sha256(path)
     h = hashlib.sha256()
     count = 0
     for root, dirs, files in os.walk(path):
@@ -58,7 +58,7 @@ def tree_fingerprint(path: Path) -> str:
             full = Path(root) / name
             rel = full.relative_to(path).as_posix()
             kind = special_kind(full)
-            digest = "link" if kind == "symlink" else kind if kind else _file_sha256(full)
+            digest = "link" if kind == "symlink" else kind if kind else file_sha256(full)
             h.update(f"{rel}\0{digest}\n".encode())
         for name in dirs:
             h.update(f"{(Path(root) / name).relative_to(path).as_posix()}/\n".encode())
@@ -136,14 +136,14 @@ GLOB = Tool(
         "type": "object",
         "properties": {
             "pattern": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "glob, e.g. 'src/**/*.py'"},
-            "path": _path_prop("directory to search under (the pattern stays relative to the workspace)", "."),
+            "path": path_prop("directory to search under (the pattern stays relative to the workspace)", "."),
         },
         "required": ["pattern"],
         "additionalProperties": False,
     },
     kind="read",
     run=_glob,
-    check=_path_check,
+    check=path_check,
 )
 
 
@@ -202,8 +202,8 @@ MOVE_PATH = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": _path_prop("the file or directory to move, relative to the workspace"),
-            "to": _path_prop("its new path, relative to the workspace"),
+            "path": path_prop("the file or directory to move, relative to the workspace"),
+            "to": path_prop("its new path, relative to the workspace"),
         },
         "required": ["path", "to"],
         "additionalProperties": False,
@@ -269,7 +269,7 @@ DELETE_PATH = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": _path_prop("file or directory relative to the workspace"),
+            "path": path_prop("file or directory relative to the workspace"),
             "recursive": {"type": "boolean", "description": "delete a directory with everything in it"},
         },
         "required": ["path"],
@@ -317,7 +317,7 @@ MAKE_DIR = Tool(
     description="Create a directory (and its missing parents) in the workspace. Needs a human's approval or a scope.",
     input_schema={
         "type": "object",
-        "properties": {"path": _path_prop("directory relative to the workspace")},
+        "properties": {"path": path_prop("directory relative to the workspace")},
         "required": ["path"],
         "additionalProperties": False,
     },

@@ -32,12 +32,12 @@ from longrun.tools.files import (
     MAX_PATCH_FILE_BYTES,
     MAX_WRITE_CHARS,
     MISSING,
-    _atomic_write,
-    _fingerprint,
-    _path_prop,
-    _read_text_for_patch,
+    atomic_write,
+    content_fingerprint,
     count_occurrences,
     os_errors_as_tool_errors,
+    path_prop,
+    read_text_for_patch,
 )
 from longrun.tools.paths import check_write_path, relative
 
@@ -93,7 +93,7 @@ def changed_paths(args: dict[str, Any]) -> list[str]:
 
 
 def _read_optional(target: Path, path: str) -> str | None:
-    return _read_text_for_patch(target, path) if target.exists() else None
+    return read_text_for_patch(target, path) if target.exists() else None
 
 
 def replace_all(text: str, edits: list[tuple[str, str]], path: str) -> str:
@@ -130,7 +130,7 @@ def plan(args: dict[str, Any], ctx: ToolContext) -> list[FileChange]:
     if form(args) != "diff":
         path = args["path"]
         target = check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths)
-        text = _read_text_for_patch(target, path)
+        text = read_text_for_patch(target, path)
         return [FileChange(path, target, text, replace_all(text, _edits(args), path))]
     changes = []
     for fp in udiff.parse(str(args["diff"])):
@@ -148,7 +148,7 @@ def _patch_check(args: dict[str, Any], ctx: ToolContext) -> str | None:
     try:
         if form(args) != "diff":
             path = args["path"]
-            text = _read_text_for_patch(check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths), path)
+            text = read_text_for_patch(check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths), path)
             edits = _edits(args)
             for number, (old, _) in enumerate(edits, 1):
                 n = count_occurrences(text, old)
@@ -177,7 +177,7 @@ def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             digests.append(f"{rel}:deleted")
             continue
         data = change.after.encode("utf-8")
-        _atomic_write(change.target, data)
+        atomic_write(change.target, data)
         digest = hashlib.sha256(data).hexdigest()
         digests.append(digest)
         verb = "created" if change.before is None else "patched"
@@ -207,10 +207,10 @@ def _text_print(text: str | None) -> str:
 def _patch_fingerprint(args: dict[str, Any], ctx: ToolContext) -> str | None:
     """The files' state before the call: one file's fingerprint, or `files:` over a diff's files."""
     if form(args) != "diff":
-        return _fingerprint(check_write_path(ctx.workspace, args["path"], allow=ctx.allow_autorun_paths))
+        return content_fingerprint(check_write_path(ctx.workspace, args["path"], allow=ctx.allow_autorun_paths))
     prints = []
     for path in changed_paths(args):
-        prints.append((path, _fingerprint(check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths))))
+        prints.append((path, content_fingerprint(check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths))))
     return _combined(prints)
 
 
@@ -256,7 +256,7 @@ def _reconcile_edits(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutcome
     path, edits = args["path"], _edits(args)
     try:
         target = check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths)
-        text = _read_text_for_patch(target, path)
+        text = read_text_for_patch(target, path)
     except ToolError as exc:
         return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")
     current = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -293,7 +293,7 @@ def _reconcile_replace(args: dict[str, Any], ctx: ToolContext) -> ReconcileOutco
     path, old, new = args["path"], args["old"], args["new"]
     try:
         target = check_write_path(ctx.workspace, path, allow=ctx.allow_autorun_paths)
-        text = _read_text_for_patch(target, path)
+        text = read_text_for_patch(target, path)
     except ToolError as exc:
         return ReconcileOutcome("undecidable", detail=f"cannot inspect the target: {exc}")
     data = text.encode("utf-8")
@@ -344,7 +344,7 @@ APPLY_PATCH = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": _path_prop("file relative to the workspace (shapes 1 and 2)"),
+            "path": path_prop("file relative to the workspace (shapes 1 and 2)"),
             "old": {"type": "string", "minLength": 1, "maxLength": MAX_WRITE_CHARS, "description": "exact text"},
             "new": {"type": "string", "maxLength": MAX_WRITE_CHARS, "description": "replacement text"},
             "edits": {

@@ -31,7 +31,7 @@ from longrun.errors import NotRegularFile, ToolError
 from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, private_key_note
 from longrun.tools._text import bounded_lines, decode, looks_binary
 from longrun.tools.base import Tool, ToolContext, ToolOutcome
-from longrun.tools.files import PATH_MAX, _path_check, os_errors_as_tool_errors
+from longrun.tools.files import PATH_MAX, os_errors_as_tool_errors, path_check
 from longrun.tools.paths import SKIP_DIRS, confine
 from longrun.tools.safe_open import not_regular, open_regular, special_kind
 
@@ -150,5 +150,5 @@ GREP = Tool(
     },
     kind="read",
     run=_grep,
-    check=_path_check,
+    check=path_check,
 )

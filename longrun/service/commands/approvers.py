@@ -22,8 +22,8 @@ from typing import Any
 from longrun.auth import ROLES, default_key_path, key_id_of, new_key, public_pem, write_private_key
 from longrun.auth.keys import load_public_pem
 from longrun.auth.sealed import check_password, seal_with_password
+from longrun.client.connection import connect_temporal
 from longrun.errors import ApprovalError, ConfigError, LongrunError, StoreError
-from longrun.service import client as api
 from longrun.service import decide, render, revocation
 from longrun.service.commands.common import (
     EXIT_OK,
@@ -262,7 +262,8 @@ async def cmd_revoke(args: argparse.Namespace) -> int:
         client = None
         if revoked and store.runs_with_open_scopes(revoked):
             try:
-                client = await api.connect(settings())
+                cfg = settings()
+                client = await connect_temporal(cfg.temporal_address, cfg.namespace)
             except LongrunError:
                 client = None  # no Temporal: the scopes are ended in Postgres directly
         endings = await revocation.end_revoked_scopes(client, store, revoked)

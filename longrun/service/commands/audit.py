@@ -10,46 +10,18 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, assert_never
+from typing import Any
 
 from longrun.auth.audit_check import DecisionProblem, DecisionReport, verify_decisions
 from longrun.models.audit import (
-    ApprovalExpired,
-    ApprovalFailed,
-    ApprovalGranted,
-    ApprovalRefused,
-    ApprovalRejected,
-    ApprovalRequested,
-    ChangeCommitted,
-    ChangeSetOpened,
-    CompactionDone,
-    CompactionStarted,
-    EffectIntent,
-    EffectSettled,
-    ErrorRecorded,
-    GateVerdict,
-    McpToolsListed,
     ModelCalled,
-    NotificationAttempt,
-    NotificationDelivered,
-    NotificationFailed,
-    OperatorRequest,
-    ProviderContextManaged,
-    RunControl,
-    RunFinished,
-    RunStarted,
-    ScopeEnded,
-    ScopeGranted,
-    ScopeUsed,
-    StateCommitted,
-    Steered,
-    ToolRan,
 )
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.service import render
 from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, dump, open_store_only, print_json, say
-from longrun.service.commands.watch import describe_compaction, describe_compaction_started, describe_notification
-from longrun.store import AuditRecord, ChainVerdict, Store
+from longrun.store import ChainVerdict, Store
+from longrun.views_common import clip as _clip
+from longrun.views_common import describe_event
 
 SOURCES = ("transcript", "state", "audit")
 
@@ -99,11 +71,6 @@ class Row:
                 "detail": self.detail, "data": dump(self.data)}
 
 
-def _clip(text: str, n: int = 140) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 def describe_message(m: Message) -> str:
     parts = []
     for b in m.content:
@@ -118,86 +85,6 @@ def describe_message(m: Message) -> str:
         else:
             parts.append(b.type)
     return "; ".join(parts)
-
-
-def describe_provider_context(e: ProviderContextManaged) -> str:
-    """What the provider did to one call's context (`context.mode` provider / hybrid)."""
-    did = []
-    if e.cleared_tool_uses:
-        did.append(f"cleared {e.cleared_tool_uses} tool result(s), {e.cleared_input_tokens} tokens")
-    if e.compacted:
-        did.append("compacted" + ("" if e.compaction_readable else
-                                  f" (opaque; longrun's summary beside it, {e.summary_tokens or 0} tokens)"))
-    return f"turn {e.turn} ({e.mode} mode, {e.model}): " + ("; ".join(did) or "reported no change")
-
-
-def describe_event(rec: AuditRecord) -> str:
-    e = rec.event
-    if isinstance(e, RunStarted):
-        return f"model {e.model}; approvers {', '.join(e.approvers) or '(none)'}; objective {_clip(e.objective, 80)!r}"
-    if isinstance(e, StateCommitted):
-        return f"state v{e.state_version} by {e.actor}: {e.reason}"
-    if isinstance(e, ModelCalled):
-        u = e.usage
-        return (f"turn {e.turn}: input {u.total_input} (cache read {u.cache_read_input_tokens}), output "
-                f"{u.output_tokens}; estimated {e.estimated_tokens}, calibrated {e.calibrated_tokens}; "
-                f"stop {e.stop_reason}")
-    if isinstance(e, GateVerdict):
-        return f"{e.verdict.upper()} {e.tool} (rule {e.rule}) at state v{e.state_version}: {_clip(e.reason, 90)}"
-    if isinstance(e, ApprovalRequested):
-        return f"{e.approval_id} for {e.tool} {_clip(json.dumps(e.arguments, ensure_ascii=False), 80)}"
-    if isinstance(e, ApprovalGranted):
-        signed = f", signed by key {e.proof.key_id}" if e.proof is not None else ", unsigned"
-        edited = f", arguments edited (edit {e.edit_id})" if e.edit_id is not None else ""
-        return f"{e.approval_id} by {e.approver}, valid until {e.expires_at.isoformat()}{signed}{edited}"
-    if isinstance(e, ApprovalRejected):
-        return f"{e.approval_id} by {e.approver}: {e.reason}"
-    if isinstance(e, ApprovalExpired):
-        return f"{e.approval_id} expired unanswered"
-    if isinstance(e, ApprovalRefused):
-        return f"{e.approval_id} from {e.approver}: {e.reason}"
-    if isinstance(e, ScopeGranted):
-        return (f"{e.scope_id} by {e.approver}: {', '.join(e.tools)} on {', '.join(e.paths)}, at most {e.max_uses} "
-                f"uses, until {e.expires_at.isoformat()} (signed by key {e.proof.key_id})")
-    if isinstance(e, ScopeUsed):
-        return f"{e.scope_id} covers {e.action_id} {e.tool} {e.path} ({e.uses_left} uses left)"
-    if isinstance(e, ScopeEnded):
-        return f"{e.scope_id} ended by {e.by}: {e.reason}"
-    if isinstance(e, ApprovalFailed):
-        return f"{e.approval_id} by {e.approver} not recorded (still open): {e.reason}"
-    if isinstance(e, EffectIntent):
-        return f"{e.action_id} {e.tool} attempt {e.attempt}"
-    if isinstance(e, EffectSettled):
-        return f"{e.action_id} {e.tool} -> {e.status} ({e.how}){': ' + _clip(e.detail, 60) if e.detail else ''}"
-    if isinstance(e, ToolRan):
-        return f"{e.tool}{' ERROR' if e.is_error else ''}: {_clip(e.summary, 100)}"
-    if isinstance(e, CompactionStarted):
-        return describe_compaction_started(e)
-    if isinstance(e, CompactionDone):
-        where = f"projection v{e.projection_version}: " if e.projection_version is not None else ""
-        return where + describe_compaction(e.report, e.error)
-    if isinstance(e, ProviderContextManaged):
-        return describe_provider_context(e)
-    if isinstance(e, Steered):
-        return f"{'constraint' if e.as_constraint else 'instruction'}: {_clip(e.text, 100)}"
-    if isinstance(e, RunControl):
-        return f"{e.action} by {e.by}"
-    if isinstance(e, OperatorRequest):
-        return f"{e.action} asked by {e.principal} in the console: {e.outcome}{': ' + e.reason if e.reason else ''}"
-    if isinstance(e, ChangeSetOpened):
-        return f"branch {e.branch} from {e.base[:12]} in the worktree {e.worktree}"
-    if isinstance(e, ChangeCommitted):
-        return f"{e.action_id} {e.tool} committed {e.commit[:12]} on {e.branch} ({e.how}): {_clip(', '.join(e.paths), 80)}"
-    if isinstance(e, McpToolsListed):
-        skipped = f"; skipped: {_clip('; '.join(e.skipped), 120)}" if e.skipped else ""
-        return f"{len(e.tools)} MCP tool(s) listed (listing {e.listing_sha256[:12]}): {_clip(', '.join(e.tools), 100)}{skipped}"
-    if isinstance(e, RunFinished):
-        return f"{e.status}: {e.reason}"
-    if isinstance(e, ErrorRecorded):
-        return f"{e.where}: {e.message}"
-    if isinstance(e, (NotificationAttempt, NotificationDelivered, NotificationFailed)):
-        return describe_notification(e)
-    assert_never(e)
 
 
 def timeline(store: Store, run_id: str) -> list[Row]:

@@ -17,14 +17,13 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio.client import Client
 
+from longrun.client.connection import connect_temporal, open_database
 from longrun.errors import LongrunError
-from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from longrun.service.settings import Settings
 from longrun.store import Store
+from longrun.views_common import SCRIPTED_NOTE as SCRIPTED_NOTE  # re-exported for the CLI modules
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-SCRIPTED_NOTE = "scripted = a deterministic offline stand-in for a model (a Python policy), not an LLM"
 
 
 class CliError(Exception):
@@ -75,7 +74,7 @@ def say(text: str = "") -> None:
 
 def open_store_only() -> Store:
     """The Postgres store (enough for audit, usage, runs and status of finished runs)."""
-    return api.open_store(settings())
+    return open_database(settings().database_url)
 
 
 @asynccontextmanager
@@ -85,11 +84,11 @@ async def stack(*, need_temporal: bool = True) -> AsyncIterator[tuple[Client | N
     The store's connections are closed on the way out; the Temporal client holds no open calls
     once the handler returns."""
     cfg = settings()
-    store = api.open_store(cfg)
+    store = open_database(cfg.database_url)
     client: Client | None = None
     try:
         try:
-            client = await api.connect(cfg)
+            client = await connect_temporal(cfg.temporal_address, cfg.namespace)
         except LongrunError:
             if need_temporal:
                 raise
@@ -97,16 +96,6 @@ async def stack(*, need_temporal: bool = True) -> AsyncIterator[tuple[Client | N
     finally:
         store.engine.dispose()  # open_store built the engine, so it is ours to close
         del client
-
-
-def context_limits(spec: RunSpec) -> tuple[int, int]:
-    """(hard limit of one request, compaction trigger) of a run, in tokens."""
-    # imported here: the providers package loads the anthropic SDK (about a second), which the
-    # commands that never need a model window should not pay for
-    from longrun.providers.models_table import model_info
-
-    window = model_info(spec.provider_key()).window
-    return spec.context.limit(window), spec.context.effective_trigger(window)
 
 
 def model_label(model: str) -> str:

@@ -12,11 +12,12 @@ from typing import Any
 
 from temporalio.client import Client
 
+from longrun.client import calls, runs
+from longrun.client.status import probe_workflow
 from longrun.errors import ApprovalError
 from longrun.models.audit import ApprovalExpired
 from longrun.models.io import StatusQueryResult
-from longrun.service import client as api
-from longrun.service import render
+from longrun.service import decide, render
 from longrun.service.commands.common import (
     EXIT_OK,
     CliError,
@@ -89,7 +90,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 async def _live(client: Client, store: Store, run_id: str, what: str) -> StatusQueryResult:
     """The live status, or a clear failure when the run is unknown or its workflow is gone."""
     run = store.get_run(run_id)  # RunNotFoundError: unknown run id
-    live, why = await api.probe_workflow(client, run_id)
+    live, why = await probe_workflow(client, run_id)
     if live is None and why in ("gone", "closed"):
         raise CliError(f"run {run_id} is {run.status}" + (f" ({run.reason})" if run.reason else "")
                        + f"; nothing to {what}")
@@ -127,7 +128,7 @@ async def _decide(args: argparse.Namespace, verb: str) -> int:
         try:
             live = await _live(client, store, args.run, verb)
         except CliError as exc:  # a finished run: refused, and recorded in its audit log
-            api.record_refusal(store, args.run, args.approval or "", args.approver, str(exc))
+            calls.record_refusal(store, args.run, args.approval or "", args.approver, str(exc))
             raise
         approval_id = args.approval
         if approval_id is None:
@@ -137,11 +138,11 @@ async def _decide(args: argparse.Namespace, verb: str) -> int:
             approval_id = live.pending_approval.approval_id
         try:
             if verb == "approve":
-                message = await api.approve(client, args.run, approval_id, args.approver, ttl, store=store,
-                                            edit=edit, key_path=args.key)
+                message = await decide.approve(client, args.run, approval_id, args.approver, ttl, store=store,
+                                               edit=edit, key_path=args.key)
             else:
-                message = await api.reject(client, args.run, approval_id, args.approver, args.reason, store=store,
-                                           key_path=args.key)
+                message = await decide.reject(client, args.run, approval_id, args.approver, args.reason, store=store,
+                                              key_path=args.key)
         except ApprovalError as exc:
             text = str(exc)
             if "no pending approval" in text or "does not match" in text:
@@ -170,7 +171,7 @@ async def cmd_control(args: argparse.Namespace) -> int:
         assert client is not None
         await _live(client, store, args.run, args.action)
         try:
-            message = await api.control(client, args.run, args.action)
+            message = await calls.control(client, args.run, args.action)
         except ApprovalError as exc:
             raise CliError(f"{args.action} refused: {exc}") from exc
     if args.json:
@@ -188,7 +189,7 @@ async def cmd_say(args: argparse.Namespace) -> int:
         assert client is not None
         await _live(client, store, args.run, "say")
         try:
-            message = await api.say(client, store, args.run, args.text, constraint=args.constraint)
+            message = await runs.say(client, store, args.run, args.text, constraint=args.constraint)
         except InvalidInputError as exc:  # empty or over 20,000 characters: nothing was stored or sent
             raise usage_error(f"say refused: {exc}") from exc
         except ApprovalError as exc:
@@ -205,7 +206,7 @@ async def cmd_compact_now(args: argparse.Namespace) -> int:
         assert client is not None
         live = await _live(client, store, args.run, "compact")
         try:
-            message = await api.compact_now(client, args.run)
+            message = await calls.control(client, args.run, "compact_now")
         except ApprovalError as exc:
             raise CliError(f"compact-now refused: {exc}") from exc
     if live.status in ("paused", "waiting_approval"):

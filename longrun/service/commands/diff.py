@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from longrun.models.audit import ChangeSetOpened
+from longrun.client.reports import change_set_of
 from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, open_store_only, print_json, say
-from longrun.workspace import ChangeSet, GitError, commits, diff
+from longrun.workspace import GitError, commits, diff
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -30,14 +30,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--stat", action="store_true", help="the branch, its commits and a summary per file, not the patch")
     add_json(p)
     p.set_defaults(func=cmd_diff)
-
-
-def change_set_of(store: Any, run_id: str) -> ChangeSet | None:
-    opened = [r.event for r in store.audit(run_id) if isinstance(r.event, ChangeSetOpened)]
-    if not opened:
-        return None
-    e = opened[-1]
-    return ChangeSet(repo=e.repo, branch=e.branch, base=e.base, worktree=e.worktree, workspace=e.workspace)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

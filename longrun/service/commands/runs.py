@@ -12,13 +12,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from longrun.client import runs as client_runs
+from longrun.client import status as client_status
 from longrun.errors import StoreError
 from longrun.mcp import cli as mcp_cli
 from longrun.models.audit import ModelCalled, ToolRan
 from longrun.models.run import RunStatus, RunStatusView
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.models.state import Scope, utcnow
-from longrun.service import client as api
 from longrun.service import render
 from longrun.service.commands.common import (
     EXIT_FAIL,
@@ -26,7 +27,6 @@ from longrun.service.commands.common import (
     SCRIPTED_NOTE,
     CliError,
     add_json,
-    context_limits,
     model_label,
     open_store_only,
     print_json,
@@ -35,10 +35,11 @@ from longrun.service.commands.common import (
     stack,
     usage_error,
 )
-from longrun.service.commands.watch import Watcher, answer_commands, describe_compaction, describe_pending
+from longrun.service.commands.watch import Watcher, answer_commands, describe_pending
 from longrun.store import Store
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.sandbox import SANDBOX_MODES
+from longrun.views_common import context_limits, describe_compaction
 from longrun.webhooks.config import url_variable
 from longrun.workspace.changeset import dirty_files, is_git_workspace
 
@@ -230,7 +231,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
                 pass
             else:
                 raise usage_error(f"run {args.run_id} already exists; choose another --run-id")
-        run_id = await api.start_run(client, store, spec, task_queue=queue, run_id=args.run_id)
+        run_id = await client_runs.start_run(client, store, spec, task_queue=queue, run_id=args.run_id)
         if args.json:
             print_json({"run_id": run_id})
         else:
@@ -332,7 +333,7 @@ def status_lines(
 
 async def cmd_status(args: argparse.Namespace) -> int:
     async with stack(need_temporal=False) as (client, store):
-        view, source = await api.run_status(client, store, args.run)
+        view, source = await client_status.run_status(client, store, args.run)
         spec = store.get_run(args.run).spec
         last = last_request_tokens(store, args.run)
         used = last_sandbox(store, args.run)

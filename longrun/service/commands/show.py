@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from longrun.service import client as api
+from longrun.client.status import run_status
 from longrun.service.approval_view import approval_view, render_view
 from longrun.service.commands.common import EXIT_OK, add_json, print_json, say, stack
 
@@ -33,7 +33,7 @@ async def cmd_show(args: argparse.Namespace) -> int:
     async with stack(need_temporal=False) as (client, store):
         approval = args.approval
         if approval is None:
-            view, _source = await api.run_status(client, store, args.run)
+            view, _source = await run_status(client, store, args.run)
             if view.pending_approval is not None:
                 approval = view.pending_approval.approval_id
         shown = approval_view(store, args.run, approval)

@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from longrun.client import status as client_status
 from longrun.models.audit import (
     ApprovalExpired,
     ApprovalFailed,
@@ -39,60 +40,17 @@ from longrun.models.audit import (
     Steered,
     ToolRan,
 )
-from longrun.models.context import CompactionReport
 from longrun.models.run import PendingApproval, RunStatusView
-from longrun.service import client as api
 from longrun.service import render
-from longrun.service.commands.common import context_limits, dump
+from longrun.service.commands.common import dump
 from longrun.store import AuditRecord, Store
 from longrun.tools.autorun import runs_code_warnings
-
-
-def describe_compaction(r: CompactionReport, error: str | None = None) -> str:
-    """One line for a compaction's outcome (`error`: why a failed one failed)."""
-    if r.outcome == "failed":
-        return (f"compaction ({r.trigger}, failed): {error or 'the compaction activity failed'}; nothing was "
-                f"compacted, the run goes on with its previous projection (base state v{r.base_state_version})")
-    if r.outcome == "noop":
-        return (f"compaction ({r.trigger}, noop): nothing worth clearing or summarizing at "
-                f"{render.tokens(r.tokens_before_calibrated)} tokens (base state v{r.base_state_version})")
-    stages = ", ".join(s for s in r.stages_run if r.freed_per_stage.get(s, 0) or s in ("summarize", "enforce")) or "none"
-    parts = [
-        f"compaction ({r.trigger}, {r.outcome}): {render.tokens(r.tokens_before_calibrated)} -> "
-        f"{render.tokens(r.tokens_after_calibrated)} tokens; stages {stages}",
-    ]
-    if r.cleared_results:
-        parts.append(f"{r.cleared_results} result(s) cleared to references")
-    if r.messages_summarized:
-        parts.append(f"{r.messages_summarized} message(s) summarized into {render.tokens(r.summary_tokens)} tokens "
-                     f"({r.summary_source})")
-    if r.summary_rejected_reason:
-        parts.append(f"summary rejected: {r.summary_rejected_reason}")
-    if r.dropped_messages:
-        parts.append(f"{r.dropped_messages} message(s) dropped")
-    parts.append(f"tail kept {r.tail_messages} message(s)/{render.tokens(r.tail_tokens)} tokens, "
-                 f"base state v{r.base_state_version}")
-    return "; ".join(parts)
-
-
-def describe_compaction_started(e: CompactionStarted) -> str:
-    budget = f", budget {render.tokens(e.budget)}" if e.budget is not None else ""
-    attempt = f", attempt {e.attempt}" if e.attempt > 1 else ""
-    return (f"compaction started ({e.trigger}, after turn {e.turn}): {render.tokens(e.tokens_before_calibrated)} "
-            f"tokens, base state v{e.base_state_version}{budget}{attempt}")
-
-
-def describe_notification(e: NotificationAttempt | NotificationDelivered | NotificationFailed) -> str:
-    """One line for a webhook delivery's attempt or outcome (a webhook shows as name and host)."""
-    if isinstance(e, NotificationAttempt):
-        got = f"HTTP {e.status}" if e.status is not None else (e.error or "no answer")
-        then = {"delivered": "delivered", "transient": "will retry", "permanent": "refused, not retried"}[e.outcome]
-        after = f" (Retry-After {e.retry_after:g} s)" if e.retry_after is not None else ""
-        return f"{e.event} to webhook {e.webhook} ({e.target or 'not configured'}) attempt {e.attempt}: {got}{after}; {then}"
-    if isinstance(e, NotificationDelivered):
-        return f"{e.event} delivered to webhook {e.webhook} ({e.target}), HTTP {e.status}, attempt {e.attempts}"
-    tries = f" after {e.attempts} attempt(s)" if e.attempts else ""
-    return f"{e.event} NOT delivered to webhook {e.webhook}{tries}: {e.reason}; the run is unaffected"
+from longrun.views_common import (
+    context_limits,
+    describe_compaction,
+    describe_compaction_started,
+    describe_notification,
+)
 
 
 def answer_commands(run_id: str, pending: PendingApproval, approvers: list[str]) -> tuple[str, str]:
@@ -164,7 +122,7 @@ class Watcher:
             self.emit(text)
 
     async def poll(self) -> RunStatusView:
-        status, self.source = await api.run_status(self.client, self.store, self.run_id)
+        status, self.source = await client_status.run_status(self.client, self.store, self.run_id)
         for rec in self.store.audit(self.run_id):
             if rec.seq > self.last_seq:
                 self._event(rec)
@@ -196,7 +154,7 @@ class Watcher:
         elif isinstance(e, ApprovalRequested):
             status = self.store.get_run(self.run_id)
             ttl = status.spec.approval_ttl_seconds
-            pending = api.pending_from_audit([rec], ttl)
+            pending = client_status.pending_from_audit([rec], ttl)
             if pending is not None:
                 for line in describe_pending(self.run_id, pending, self.approvers):
                     self._out("approval_requested", line, e if line.startswith("approval") else None)

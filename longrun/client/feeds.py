@@ -1,4 +1,4 @@
-"""Live feeds of runs' audit logs, for server-sent events.
+"""Live feeds of runs' audit logs: the console's server-sent events and `longrun.Client.events`.
 
 Pages update from the audit log (model turns, gate verdicts, tool results, state commits,
 approvals, compactions, the run's end), which is the record, so what a page shows live is what

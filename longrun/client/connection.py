@@ -1,0 +1,43 @@
+"""Opening the two halves of the stack a client needs: Temporal (the runs' workflows) and
+PostgreSQL (their record). Each failure says which half does not answer and how to start it."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from longrun.errors import StackNotRunning
+from longrun.store import Store, make_engine
+
+HINT_UP = "run `longrun dev up` to start the embedded stack, or set LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS"
+
+
+async def connect_temporal(target: str, namespace: str) -> Client:
+    """A Temporal client with the pydantic data converter every longrun workflow uses.
+
+    Raises:
+        StackNotRunning: Temporal does not answer at `target`.
+    """
+    try:
+        return await Client.connect(target, namespace=namespace, data_converter=pydantic_data_converter)
+    except Exception as exc:
+        raise StackNotRunning(f"Temporal does not answer at {target} ({exc}); {HINT_UP}") from exc
+
+
+def open_database(database_url: str | None) -> Store:
+    """The store on `database_url`, checked with one round trip.
+
+    Raises:
+        StackNotRunning: no URL, or PostgreSQL does not answer.
+    """
+    if not database_url:
+        raise StackNotRunning(f"no database configured; {HINT_UP}")
+    try:
+        store = Store(make_engine(database_url))
+        store.ping()
+    except Exception as exc:
+        raise StackNotRunning(f"PostgreSQL does not answer at {database_url} ({exc}); {HINT_UP}") from exc
+    return store
+
+
+__all__ = ["HINT_UP", "connect_temporal", "open_database"]
