@@ -8,7 +8,7 @@ import longrun
 PUBLIC = [
     "ApprovalError", "ApprovalView", "Approver", "AuditRecord", "Client", "ConfigError", "LongrunError",
     "PendingApproval", "RunNotFoundError", "RunSpec", "RunStatus", "RunStatusView", "RunUsage", "Settings", "Signer",
-    "StackNotRunning", "SyncClient", "TemporalRefused", "Verification", "__version__",
+    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "tool",
 ]
 
 

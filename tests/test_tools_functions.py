@@ -125,7 +125,7 @@ def test_a_function_that_does_not_fit_is_refused_when_the_tool_is_built() -> Non
         longrun.tool(needs_approval=True)(effect)
     with pytest.raises(TypeError, match="path_arg='target' must name a str parameter"):
         longrun.tool(kind="effect", reconcile=never, path_arg="target")(effect)
-    assert Tool.from_function(effect, kind="effect", reconcile=never).name == "effect"
+    assert longrun.tool(effect, kind="effect", reconcile=never).name == "effect"
 
 
 def test_loading_by_reference_and_collisions() -> None:

@@ -71,7 +71,7 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def _now_col() -> Mapped[datetime]:
+def now_col() -> Mapped[datetime]:
     return mapped_column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
 
 
@@ -95,8 +95,8 @@ class RunRow(Base):
     transcript_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     audit_head: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False, server_default=GENESIS_HASH)
     audit_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
-    created_at: Mapped[datetime] = _now_col()
-    updated_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
+    updated_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         CheckConstraint("status IN ('running', 'waiting_approval', 'paused', 'completed', 'failed', 'cancelled')",
@@ -113,7 +113,7 @@ class TaskStateRow(Base):
     run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"), primary_key=True)
     state_version: Mapped[int] = mapped_column(Integer, nullable=False)
     state: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
-    updated_at: Mapped[datetime] = _now_col()
+    updated_at: Mapped[datetime] = now_col()
 
     __table_args__ = (CheckConstraint("state_version >= 1", name="version_positive"),)
 
@@ -128,7 +128,7 @@ class TaskStateVersionRow(Base):
     state: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     actor: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
     reason: Mapped[str] = mapped_column(Text, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
     prev_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
     hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
 
@@ -150,7 +150,7 @@ class TranscriptEntryRow(Base):
     token_estimate: Mapped[int] = mapped_column(Integer, nullable=False)
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
     prev_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
     hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
 
@@ -171,7 +171,7 @@ class ArtifactRow(Base):
     data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     media_type: Mapped[str] = mapped_column(String(200), nullable=False)
     size: Mapped[int] = mapped_column(Integer, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         CheckConstraint("size = octet_length(data)", name="size_matches"),
@@ -187,7 +187,7 @@ class RunArtifactRow(Base):
 
     run_id: Mapped[str] = mapped_column(String(RUN_ID_MAX), ForeignKey("runs.run_id"))
     sha256: Mapped[str] = mapped_column(String(HASH_LEN), ForeignKey("artifacts.sha256"), index=True)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (PrimaryKeyConstraint("run_id", "sha256"),)
 
@@ -203,7 +203,7 @@ class ProjectionRow(Base):
     covers_through_seq: Mapped[int] = mapped_column(Integer, nullable=False)
     content: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
     report: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         PrimaryKeyConstraint("run_id", "version"),
@@ -233,7 +233,7 @@ class FactStoreRow(Base):
     quoted: Mapped[bool] = mapped_column(Boolean, nullable=False)
     supersedes: Mapped[list[int]] = mapped_column(ARRAY(Integer), nullable=False)
     projection_version: Mapped[int] = mapped_column(Integer, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         PrimaryKeyConstraint("run_id", "seq"),
@@ -261,7 +261,7 @@ class RunToolRow(Base):
     description: Mapped[str] = mapped_column(Text, nullable=False)
     path_arg: Mapped[str | None] = mapped_column(String(200), nullable=True)
     content_arg: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         PrimaryKeyConstraint("run_id", "name"),
@@ -279,7 +279,7 @@ class AuditEventRow(Base):
     kind: Mapped[str] = mapped_column(String(60), nullable=False)
     event: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     actor: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
     prev_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
     hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
 
@@ -304,7 +304,7 @@ class InstructionRow(Base):
     text: Mapped[str] = mapped_column(Text, nullable=False)
     as_constraint: Mapped[bool] = mapped_column(Boolean, nullable=False)
     actor: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         PrimaryKeyConstraint("run_id", "instruction_id"),
@@ -321,7 +321,7 @@ class PrincipalRow(Base):
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
     roles: Mapped[list[str]] = mapped_column(ARRAY(String(20)), nullable=False)
     created_by: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         CheckConstraint("name ~ '^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$'", name="name_pattern"),
@@ -338,7 +338,7 @@ class CredentialRow(Base):
     principal: Mapped[str] = mapped_column(String(100), ForeignKey("principals.name"), nullable=False, index=True)
     algorithm: Mapped[str] = mapped_column(String(20), nullable=False)
     public_key: Mapped[str] = mapped_column(Text, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     revoked_reason: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
@@ -363,7 +363,7 @@ class CallEditRow(Base):
     arguments: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     action_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
     edited_by: Mapped[str] = mapped_column(String(ACTOR_MAX), nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
     __table_args__ = (
         PrimaryKeyConstraint("run_id", "edit_id"),
@@ -383,7 +383,7 @@ class ConsoleKeyRow(Base):
     salt: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     sealed_key: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
 
 
 class ConsoleSessionRow(Base):
@@ -396,7 +396,7 @@ class ConsoleSessionRow(Base):
     key_id: Mapped[str] = mapped_column(String(32), ForeignKey("credentials.key_id"), nullable=False)
     nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     sealed_key: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     mac: Mapped[str | None] = mapped_column(String(80), nullable=True)
@@ -448,7 +448,3 @@ __all__ = [
     "TranscriptEntryRow",
     "core_table",
 ]
-
-from longrun.store.tables_closed import ClosedItemRow  # noqa: E402  (the same metadata; kept apart for size)
-
-__all__ += ["ClosedItemRow"]

@@ -1,7 +1,7 @@
 """The `closed_items` table (migration 0009): what a run's task state closed and moved out.
 
 Kept apart from `longrun.store.tables` only for size; it is part of the same `Base.metadata`
-(`tables` imports it at its end). Rules: `longrun.store.closing`.
+(import `ClosedItemRow` from here). Rules: `longrun.store.closing`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, PrimaryKeyCo
 from sqlalchemy.dialects.postgresql import JSON
 from sqlalchemy.orm import Mapped, mapped_column
 
-from longrun.store.tables import HASH_LEN, RUN_ID_MAX, Base, _now_col
+from longrun.store.tables import HASH_LEN, RUN_ID_MAX, Base, now_col
 
 ITEM_ID_MAX = 300
 
@@ -33,7 +33,7 @@ class ClosedItemRow(Base):
     call_ref: Mapped[str | None] = mapped_column(String(ITEM_ID_MAX), nullable=True)
     item: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     state_version: Mapped[int] = mapped_column(Integer, nullable=False)
-    created_at: Mapped[datetime] = _now_col()
+    created_at: Mapped[datetime] = now_col()
     prev_hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
     hash: Mapped[str] = mapped_column(String(HASH_LEN), nullable=False)
 

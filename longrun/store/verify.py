@@ -20,12 +20,12 @@ from longrun.store.core import StoreCore
 from longrun.store.records import ChainVerdict
 from longrun.store.tables import (
     AuditEventRow,
-    ClosedItemRow,
     RunRow,
     TaskStateRow,
     TaskStateVersionRow,
     TranscriptEntryRow,
 )
+from longrun.store.tables_closed import ClosedItemRow
 
 
 class VerifyMixin(StoreCore):

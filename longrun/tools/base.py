@@ -126,13 +126,6 @@ class Tool:
     """The argument holding the whole new content of the file at `path_arg`: with both declared,
     `longrun show` diffs it against the file as it is, as for write_file."""
 
-    @classmethod
-    def from_function(cls, fn: Callable[..., Any], **options: Any) -> Tool:
-        """A tool from a typed Python function (`longrun.tools.functions.tool_from_function`)."""
-        from longrun.tools.functions import tool_from_function
-
-        return tool_from_function(fn, **options)
-
     def changed_paths(self, arguments: dict[str, Any]) -> list[str]:
         if self.paths is not None:
             return self.paths(arguments)

@@ -1,4 +1,4 @@
-"""Tools from typed Python functions: `longrun.tool` and `Tool.from_function`.
+"""Tools from typed Python functions: `longrun.tool` (as a decorator, or called as `longrun.tool(fn, ...)`).
 
 A team writes the function it means, with types and a Google-style docstring, and gets a `Tool`
 that goes through the same gate, approvals, scopes, effects ledger and reconcile as the built-ins::
