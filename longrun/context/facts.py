@@ -21,6 +21,9 @@ from functools import lru_cache
 from typing import Any
 
 from longrun.context import atomic, fastre, kinds
+from longrun.context.codelike import code_like as code_like
+from longrun.context.codelike import code_share as code_share
+from longrun.context.codelike import log_like as log_like
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -108,8 +111,6 @@ DISMISSED = fastre.fold(re.compile(
     r"|different project|another project)\b",
     re.I,
 ))
-_CODE_LIKE = re.compile(r"^\s*(?:def |class |return\b|import |from \S+ import|if .*:$|for .*:$|[})\]];?$|#include|//|/\*|\*/)"
-                        r"|[{;]\s*$")
 
 STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values"]
@@ -406,41 +407,12 @@ def dismissed(text: str) -> bool:
     return bool(DISMISSED.search(text))
 
 
-_LINE_NUMBER = re.compile(r"^\s*\d+[\s:|]\s?")
-
-
-def code_like(text: str) -> bool:
-    """A line of source code (a numbered listing's number aside)."""
-    return bool(_CODE_LIKE.search(_LINE_NUMBER.sub("", text, count=1)))
-
-
-def code_share(lines: list[str]) -> float:
-    """The share of `lines` that look like source code: listings, indentation, brackets,
-    assignments, calls. A result mostly made of code is a file read, not a record of facts."""
-    if not lines:
-        return 0.0
-    hits = sum(1 for ln in lines if code_like(ln) or _CODE_TOKENS.search(_LINE_NUMBER.sub("", ln, count=1)))
-    return hits / len(lines)
-
-
-_CODE_TOKENS = re.compile(r"\bself\.|\w\((?:[\w\s,=.*\[\]\"']*)\):?\s*$|^\s*(?:@\w|elif |else:|try:|except\b|with |raise |async |await "
-                          r"|const |let |var |function |public |private |fn |pub |#\[)")
-
-
 @lru_cache(maxsize=65_536)
 def template(text: str) -> str:
     """The unit with its values and digits masked: near-duplicate lines share a template."""
     masked = _VALUE.sub("#", _ADDRESS.sub("#", text.lower()))
     masked = re.sub(r"\d+", "#", masked)
     return " ".join(re.findall(r"[a-z#]+", masked))
-
-
-_LOG_LINE = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d+ \d{2}:)")
-
-
-def log_like(text: str) -> bool:
-    """A timestamped log record: one of a series, which the results index keeps whole."""
-    return bool(_LOG_LINE.match(text))
 
 
 def information(u: Unit) -> float:
