@@ -24,7 +24,7 @@ from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation", "conformance",
-         "redaction", "redaction_eval", "console")
+         "redaction", "redaction_eval", "console", "extraction")
 
 
 MODULES = {
@@ -32,6 +32,7 @@ MODULES = {
     "orchestration": "bench.orchestration", "retention": "bench.retention.run",
     "retention_ablation": "bench.retention.ablation", "conformance": "bench.conformance", "redaction": "bench.redaction",
     "redaction_eval": "bench.redaction_eval", "console": "bench.console_load",
+    "extraction": "bench.extraction",
 }
 """Each benchmark's module (its `run() -> Section`), imported only when it runs: some need
 extras (the peer's SDK) that the others do not."""

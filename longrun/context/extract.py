@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from longrun.context import humans, index, ledger
 from longrun.context.facts import Unit
 from longrun.context.factstore import FactStore
-from longrun.context.transcript import tool_uses_by_id
+from longrun.models.blocks import ToolResultBlock, ToolUseBlock
 from longrun.models.context import TranscriptItem
 from longrun.models.state import TaskState
 
@@ -37,8 +37,25 @@ def units_after(store: FactStore, items: Sequence[TranscriptItem], through: int,
     start = store.through_seq
     fresh = [it for it in items if start < it.seq <= through]
     if fresh:
-        hint_of = {b.id: f"{b.name} {index.input_hint(b.input)}"
-                   for b in tool_uses_by_id([it.message for it in items if it.seq <= through]).values()}
+        hint_of = _hints(items, through, fresh)
         for it in fresh:
             out += [(u, it.seq) for u in ledger.units_of([it.message], hint_of)]
     return [(u, s) for u, s in out if not humans.in_state(u.text, state)]
+
+
+def _hints(items: Sequence[TranscriptItem], through: int, fresh: Sequence[TranscriptItem]) -> dict[str, str]:
+    """tool_use id -> "<tool> <key input>" for the results in `fresh`: the latest use of each id
+    up to `through` (what `tool_uses_by_id` over those entries gives), found from the end, so a
+    compaction does not read every call of the transcript again (issue 25's cost goal)."""
+    want = {b.tool_use_id for it in fresh for b in it.message.content if isinstance(b, ToolResultBlock)}
+    out: dict[str, str] = {}
+    for it in reversed(items):
+        if not want:
+            break
+        if it.seq > through:
+            continue
+        for b in reversed(it.message.content):
+            if isinstance(b, ToolUseBlock) and b.id in want:
+                want.discard(b.id)
+                out[b.id] = f"{b.name} {index.input_hint(b.input)}"
+    return out

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from longrun.context import atomic, kinds
+from longrun.context import atomic, fastre, kinds
+from longrun.context.codelike import code_like as code_like
+from longrun.context.codelike import code_share as code_share
+from longrun.context.codelike import log_like as log_like
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -37,39 +40,54 @@ _PATH = re.compile(r"(?<![\w-])~?/?(?:[\w.-]+/)+[\w.-]+/?")
 _IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[A-Za-z]+\d+[A-Za-z0-9]*\b")
 """billing-svc, PARAM_alpha_7, T-14, eu-west-2, node7: names, taken before numbers so that the
 digits of an identifier are not read as its value."""
-_VALUE = re.compile(
+_VALUE = fastre.Folded(re.compile(
     r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"                      # hashes, commit ids
-    r"|\b\d{4}-\d{2}-\d{2}(?:[T ][\d:]+Z?)?\b"                # dates
+    r"|\b\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?\b"                # dates (re.I: T, Z; lowercase for fastre)
     r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                  # IPv4 (and port)
     r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps)(?!\w)"  # quantities
     r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
     r"|\b\d+\b"                                               # plain numbers
     r"|\"[^\"\n]{1,120}\"|`[^`\n]{1,120}`|(?<!\w)'[^'\n]{2,80}'(?!\w)",  # quoted values
     re.I,
-)
+))
 _NAME = re.compile(
     r"\b[A-Za-z][A-Za-z0-9]*(?:[.:][A-Za-z0-9]+)+\b"          # a.b, host.example.com, pkg:thing
     r"|\b[A-Z][A-Z0-9]{1,}\b"                                 # ACRONYMS, KEYS
     r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"                           # camelCase
     r"|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"                   # CamelCase
 )
+_DIGIT = re.compile(r"\d")
+_IDENT_CHAR = re.compile(r"[-_\d]")
+_VALUE_CHAR = re.compile(r"[\d\"'`]")
+_NAME_CHAR = re.compile(r"[.:A-Z]")
+_NEEDS: dict[object, Any] = {
+    _ADDRESS: lambda t: "@" in t or "://" in t,
+    _HASH: _DIGIT.search,
+    _PATH: lambda t: "/" in t,
+    _IDENT: _IDENT_CHAR.search,
+    _VALUE: _VALUE_CHAR.search,
+    _NAME: _NAME_CHAR.search,
+}
+"""What every match of each value pattern needs somewhere in the line (an address `@` or `://`,
+a hash a digit, a path `/`, an identifier `-`, `_` or a digit, a value a digit or a quote, a
+name `.`, `:` or a capital): a line without it is not searched (extraction's cost, issue 25)."""
 _JSON_KEY = re.compile(r"\"([\w.-]+)\"\s*:")
 _WORD = re.compile(r"[a-z][a-z']+")
 
-RELATION = re.compile(
+RELATION = fastre.fold(re.compile(
     r"\b(?:depends? on|dependency of|relies on|requires|routes? (?:to|through|via)|(?:is |are )?routed (?:to|through|via)"
     r"|forwards? to|proxies to|calls|talks to|points? (?:to|at)|runs? (?:in|on)|hosted (?:in|on|by)|deployed (?:to|in|on)"
     r"|lives? (?:in|on|at)|located (?:in|at)|owned by|owns|owner|maintained by|maintainer|belongs to|backed by|backs"
     r"|reads? from|writes? to|publishes to|subscribes to|consumes|feeds|replaces|replaced by|upstream|downstream"
     r"|is served by|serves|mounted (?:at|on)|stored (?:in|at)|pinned to|uses)\b|->|=>|→",
     re.I,
-)
-STATUS = re.compile(
+))
+STATUS = fastre.fold(re.compile(
     r"\b(?:done|completed?|finished|closed|merged|shipped|resolved|in[- ]progress|wip|ongoing|started|blocked"
     r"|pending|todo|to-do|not started|next (?:action|step)|waiting (?:on|for)|on hold|paused|failed|failing"
-    r"|passing|green|red|open|queued|deferred|cancell?ed|status)\b|^\s*[-*]?\s*\[[ xX]\]",
+    r"|passing|green|red|open|queued|deferred|cancell?ed|status)\b|^\s*[-*]?\s*\[[ x]\]",  # re.I: X too
     re.I,
-)
+))
 INSTRUCTION = re.compile(
     r"^\W*(?:(?:please|pls|and|also|so|you|we)\W+)*(?:never|always|must|do not|don't|make sure|ensure|avoid|only ever"
     r"|under no circumstances|remember to|stop|keep|use|prefer)\b",
@@ -81,20 +99,18 @@ make sure ..."), which stays verbatim even when it names no value. A rule anywhe
 NOT_CUE = re.compile(r"\bnot\b", re.I)
 """'not' corrects ("45s, not 30s") except in a rule or a preference ("do not push", "Python, not
 JavaScript"), where it is the rule's own word, not a correction of other lines."""
-CORRECTION = re.compile(
+CORRECTION = fastre.fold(re.compile(
     r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed? (?:from|to)|revised?|amended?|instead|rather than"
-    r"|no longer|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier I said|I said|I meant|make that"
+    r"|no longer|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier i said|i said|i meant|make that"
     r"|should be|supersed\w*|final(?:ly)?|was|were|wrong|previous(?:ly)?|formerly|used to be|replac\w+)\b",
     re.I,
-)
-DISMISSED = re.compile(
+))
+DISMISSED = fastre.fold(re.compile(
     r"\b(?:unrelated|off[- ]topic|irrelevant|not relevant|no longer relevant|disregard|ignore (?:this|that|the|my)"
     r"|obsolete|outdated note|stale note|for fun|just chatting|not for this project|other team'?s|not ours"
     r"|different project|another project)\b",
     re.I,
-)
-_CODE_LIKE = re.compile(r"^\s*(?:def |class |return\b|import |from \S+ import|if .*:$|for .*:$|[})\]];?$|#include|//|/\*|\*/)"
-                        r"|[{;]\s*$")
+))
 
 STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values"]
@@ -194,14 +210,17 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     values), names (paths, identifiers, acronyms) and content words, its cues and its kind. A
     type label leading the line ("SAFETY RULE:", "Critical:") decides the kind but is not part of
     what the line is about (`kinds.strip_label`); the text stays verbatim."""
-    return Unit(text=text, source=source, where=where, order=order, **_cues(text, source))
+    cues = _cues(text, source)
+    return Unit(text=text, source=source, where=where, order=order, memo=cues["memo"], **cues["fields"])
 
 
 @lru_cache(maxsize=65_536)
 def _cues(text: str, source: str) -> dict[str, Any]:
     """`analyse`'s fields that depend on the text and its source alone, cached: every compaction
     of a run reads its store's current rows again (the dict is copied into each Unit's fields,
-    whose values are immutable)."""
+    whose values are immutable). Its `memo` is shared by every Unit of the same text and source:
+    what is memoised there (subjects, held values, attributes, topic) derives from those fields
+    alone, so each compaction's fold does not derive it again for every row."""
     label, body = kinds.strip_label(text)
     values, names, words, relation, status, correction = _analysis(body)
     kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
@@ -210,10 +229,11 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     if not correction and kind not in ("rule", "preference") and NOT_CUE.search(body):
         correction = True
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
-    return {"values": values, "names": names, "words": words, "kind": kind,
-            "rejected": kind == "decision" and kinds.rejects(body), "labelled": bool(label),
-            "typed": bool(label) and source != "tool" and kinds.typed(text), "relation": relation, "status": status,
-            "correction": correction, "instruction": instruction}
+    return {"memo": {}, "fields": {
+        "values": values, "names": names, "words": words, "kind": kind,
+        "rejected": kind == "decision" and kinds.rejects(body), "labelled": bool(label),
+        "typed": bool(label) and source != "tool" and kinds.typed(text), "relation": relation, "status": status,
+        "correction": correction, "instruction": instruction}}
 
 
 @lru_cache(maxsize=65_536)
@@ -223,12 +243,26 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
     values: set[str] = set()
     names: set[str] = set()
 
-    def take(pattern: re.Pattern[str], into: set[str], rest: str) -> str:
-        for m in pattern.finditer(rest):
-            v = m.group(0).strip("\"'`").rstrip(".,;:").strip()
+    def take(pattern: re.Pattern[str] | fastre.Folded, into: set[str], rest: str) -> str:
+        """Each match's value into `into`, and `rest` with each match replaced by a space (one
+        pass: what `pattern.sub(" ", rest)` gives, none of these patterns matching empty). A line
+        without a character every match needs (`_NEEDS`) is not searched."""
+        need = _NEEDS.get(pattern)
+        if need is not None and not need(rest):
+            return rest
+        spans = pattern.spans(rest) if isinstance(pattern, fastre.Folded) else (m.span() for m in pattern.finditer(rest))
+        parts: list[str] = []
+        at = 0
+        for a, b in spans:
+            v = rest[a:b].strip("\"'`").rstrip(".,;:").strip()
             if v:
                 into.add(v)
-        return pattern.sub(" ", rest)
+            parts.append(rest[at:a])
+            at = b
+        if not parts:
+            return rest
+        parts.append(rest[at:])
+        return " ".join(parts)
 
     keys: set[str] = set()
     rest = text
@@ -271,10 +305,12 @@ _KINDS = (
 def value_kinds(values: frozenset[str]) -> set[str]:
     """What kinds of value a unit states (hash, address, date, version, quantity, number,
     other): a later line about the same subject with a value of the same kind replaces it."""
-    out = set()
-    for v in values:
-        out.add(next((k for k, rx in _KINDS if rx.match(v)), "other"))
-    return out
+    return set(_value_kinds(values))
+
+
+@lru_cache(maxsize=65_536)
+def _value_kinds(values: frozenset[str]) -> frozenset[str]:
+    return frozenset(next((k for k, rx in _KINDS if rx.match(v)), "other") for v in values)
 
 
 SYNONYMS = {
@@ -371,41 +407,12 @@ def dismissed(text: str) -> bool:
     return bool(DISMISSED.search(text))
 
 
-_LINE_NUMBER = re.compile(r"^\s*\d+[\s:|]\s?")
-
-
-def code_like(text: str) -> bool:
-    """A line of source code (a numbered listing's number aside)."""
-    return bool(_CODE_LIKE.search(_LINE_NUMBER.sub("", text, count=1)))
-
-
-def code_share(lines: list[str]) -> float:
-    """The share of `lines` that look like source code: listings, indentation, brackets,
-    assignments, calls. A result mostly made of code is a file read, not a record of facts."""
-    if not lines:
-        return 0.0
-    hits = sum(1 for ln in lines if code_like(ln) or _CODE_TOKENS.search(_LINE_NUMBER.sub("", ln, count=1)))
-    return hits / len(lines)
-
-
-_CODE_TOKENS = re.compile(r"\bself\.|\w\((?:[\w\s,=.*\[\]\"']*)\):?\s*$|^\s*(?:@\w|elif |else:|try:|except\b|with |raise |async |await "
-                          r"|const |let |var |function |public |private |fn |pub |#\[)")
-
-
 @lru_cache(maxsize=65_536)
 def template(text: str) -> str:
     """The unit with its values and digits masked: near-duplicate lines share a template."""
     masked = _VALUE.sub("#", _ADDRESS.sub("#", text.lower()))
     masked = re.sub(r"\d+", "#", masked)
     return " ".join(re.findall(r"[a-z#]+", masked))
-
-
-_LOG_LINE = re.compile(r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d+ \d{2}:)")
-
-
-def log_like(text: str) -> bool:
-    """A timestamped log record: one of a series, which the results index keeps whole."""
-    return bool(_LOG_LINE.match(text))
 
 
 def information(u: Unit) -> float:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from longrun.context import fastre
+
 Kind = Literal["rule", "decision", "value", "status", "preference"]
 
 PRIORITY: dict[str, int] = {"rule": 0, "decision": 1, "value": 2, "status": 3, "preference": 4}
@@ -139,3 +141,8 @@ def rank(kind: str, typed_line: bool) -> tuple[int, int]:
     if kind == "rule":
         return (0, 0)
     return (1 if typed_line else 2, min(priority(kind), PRIORITY["value"]) if kind == "status" else priority(kind))
+
+
+# Searched as `fastre.Folded` (the same answers; CPython's re is 3-4 times slower on these under
+# IGNORECASE), which extraction at compaction does for every line of the transcript (issue 25).
+RULE, DECISION, REJECTED, PREFERENCE, STATUS_CUE = (fastre.fold(p) for p in (RULE, DECISION, REJECTED, PREFERENCE, STATUS_CUE))

@@ -1,0 +1,164 @@
+"""Where a fold finds the earlier lines a new unit may replace (`ledger.fold`'s rules, looked up
+by index rather than by scanning).
+
+Why: a compaction folds each new unit into every current row of the run's store. Scanning the
+rows that share a term with the unit made a fold quadratic where a term is common (a run's
+project name, a value such as `1`): a fact extracted at compaction cost 1.6 s per 100k tokens of
+transcript on real sessions, against a goal of 100 ms (issue 25). Each rule is looked up where
+its condition can only hold:
+- same key: by key (the latest line with it);
+- same subject (`same_subject`): by the exact set of subject names, since the rule asks for equal ones;
+- a value restated beside a new one (`restates_value`): by the unit's values, which the earlier
+  line must share;
+- a correction (`corrected`): the lines that share a subject name or a value (the only scan,
+  and only for a unit that corrects);
+- a reworded update: by normalised topic (`reword.replaces`).
+
+Each answer is the one the scanning rules gave (tests/test_context_extraction_snapshot.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from longrun.context import facts, reword
+from longrun.context.facts import Unit
+
+if TYPE_CHECKING:
+    from longrun.context.ledger import Entry
+
+
+class Earlier:
+    """The lines folded so far (`entries`, None where a later line replaced one) and their indexes."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry | None] = []
+        self.by_key: dict[tuple[str, frozenset[str]], int] = {}
+        self.near: dict[str, list[int]] = {}
+        """Subject name or held value -> the lines that have it, in order."""
+        self.by_subjects: dict[frozenset[str], list[int]] = {}
+        """Exact set of subject names -> the lines about them, in order."""
+        self.by_topic: dict[frozenset[str], int] = {}
+        """Normalised topic (`reword.topic`) -> the latest line with it."""
+
+    def add(self, e: Entry) -> None:
+        i = len(self.entries)
+        self.entries.append(e)
+        u = e.unit
+        words, topic, subjects, terms = _record(u)
+        self.by_key[(u.where, words)] = i
+        if topic is not None and u.source != "note":
+            self.by_topic[topic] = i
+        for term in terms:
+            self.near.setdefault(term, []).append(i)
+        self.by_subjects.setdefault(subjects, []).append(i)
+
+    def _alive(self, i: int) -> bool:
+        e = self.entries[i]
+        return e is not None and e.unit.source != "note"
+
+    def nearby(self, u: Unit) -> list[int]:
+        """The current lines (notes aside) that share a subject name or a held value with `u`, newest first."""
+        return sorted({i for t in facts.subjects(u) | facts.held_values(u) for i in self.near.get(t, ()) if self._alive(i)},
+                      reverse=True)
+
+    def same_key(self, u: Unit) -> int | None:
+        i = self.by_key.get(u.key)
+        if i is None or self.entries[i] is None or not u.key[1]:
+            return None
+        return i
+
+    def restates_value(self, u: Unit) -> bool:
+        """The unit repeats a value an earlier line about one of its names stated, beside a new
+        value ("backoff 63s, previous 9m"): a correction without a cue word."""
+        if not u.names:
+            return False
+        mine, held = facts.subjects(u), facts.held_values(u)
+        if len(held) < 2:
+            return False
+        for v in held:
+            for i in self.near.get(v, ()):
+                e = self.entries[i]
+                if e is None or e.unit.source == "note":
+                    continue
+                theirs = facts.subjects(e.unit)
+                if theirs and theirs <= mine and facts.held_values(e.unit) & held and (held - facts.held_values(e.unit)):
+                    return True
+        return False
+
+    def same_subject(self, u: Unit) -> int | None:
+        """The latest earlier line about the same subjects (and source call) and the same attribute
+        (`facts.attributes`, synonyms included, or neither has one) with a value of the same kind
+        and another value: the same fact said again in other words, whose latest value wins."""
+        subjects = facts.subjects(u)
+        mine = facts.held_values(u)
+        if not subjects or not mine:
+            return None
+        kinds = facts.value_kinds(mine)
+        attrs = facts.attributes(u)
+        for i in reversed(self.by_subjects.get(subjects, ())):
+            e = self.entries[i]
+            if e is None or e.unit.source == "note":
+                continue
+            o = e.unit
+            theirs = facts.held_values(o)
+            if o.where != u.where or not theirs or theirs == mine:
+                continue
+            if not (kinds & facts.value_kinds(theirs)):
+                continue
+            other = facts.attributes(o)
+            if (attrs or other) and not (attrs & other):
+                continue
+            return i
+        return None
+
+    def corrected(self, u: Unit) -> list[int]:
+        """The earlier entries a correction replaces, best match first: those that share a subject
+        name or a value with it, and either hold a value it repeats (the old value: "not 8080",
+        "was A") or say the same attribute (`facts.attributes`, synonyms included) with the same
+        kind of value; whose value differs. A correction replaces every such line (two provisional
+        values of one endpoint both go), not only the closest."""
+        return _corrected(u, self.entries, self.nearby(u))
+
+    def reworded(self, u: Unit) -> int | None:
+        return reword.replaces(u, self.by_topic, self.entries)
+
+
+def _record(u: Unit) -> tuple[frozenset[str], frozenset[str] | None, frozenset[str], tuple[str, ...]]:
+    """What `Earlier.add` indexes a unit by, but its call: its key's words, its topic, its subjects
+    and its terms (subjects and held values). Memoised with the unit's analysis, which every row of
+    the same text shares (`facts.analyse`): each compaction re-indexes every current row."""
+    rec = u.memo.get("index")
+    if rec is None:
+        topic = reword.topic(u)
+        subjects = facts.subjects(u)
+        rec = u.memo["index"] = (u.names | u.words, topic[0] if topic is not None else None, subjects,
+                                 tuple(subjects | facts.held_values(u)))
+    return rec
+
+
+def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> list[int]:
+    found: list[tuple[int, int]] = []
+    attrs = facts.attributes(u)
+    kinds = facts.value_kinds(facts.held_values(u))
+    for i in nearby:
+        e = entries[i]
+        if e is None:
+            continue
+        o = e.unit
+        if o.where != u.where and u.source != "tool" and o.source == "tool":
+            continue
+        names = len(facts.subjects(o) & facts.subjects(u))
+        shared_values = facts.held_values(o) & facts.held_values(u)
+        if not (names or shared_values):
+            continue  # a correction names its subject or the value it replaces
+        same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values)
+        same_attr = attrs & facts.attributes(o)
+        if not (shared_values or (same_attr and same_kind)):
+            continue
+        if not ((facts.held_values(u) - facts.held_values(o)) or (u.names - o.names)):
+            continue  # says nothing new: not a correction of this line
+        found.append((2 * names + len(same_attr) + 3 * len(shared_values), i))
+    found.sort(key=lambda f: (-f[0], -f[1]))
+    return [i for _, i in found]
