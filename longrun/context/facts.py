@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from longrun.context import atomic, kinds
+from longrun.context.memo import text_memo
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -161,7 +162,7 @@ def split_units(text: str, prose: bool = True) -> list[str]:
     return list(_split_units(text, prose))
 
 
-@lru_cache(maxsize=16_384)
+@text_memo(4_000_000)
 def _split_units(text: str, prose: bool) -> tuple[str, ...]:
     """`split_units`, cached: a compaction reads the same messages when it sizes its tail, when it
     extracts them into the fact store and when it decides which human messages to quote."""
