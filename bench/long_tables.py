@@ -30,6 +30,11 @@ class Measured:
     wall: float
     state_bytes: int
 
+    @property
+    def done(self) -> int:
+        """Turns the run took (fewer than `turns` when it failed)."""
+        return max(0, len(self.calls) - 1)
+
     def per_turn(self) -> tuple[list[float], list[float]]:
         """(seconds, CPU seconds) of each turn k: from model call k to call k+1, less the model's
         and the probe's own part."""
@@ -122,7 +127,7 @@ def bytes_table(m: Measured) -> Table:
               ["turns", *present])
     first: dict[str, float] = {}
     last: dict[str, float] = {}
-    for label, a, b in buckets(m.turns):
+    for label, a, b in buckets(m.done):
         d = _delta(m, a, b)
         if d is None:
             continue
@@ -160,7 +165,7 @@ def goals(m: Measured, figures: dict[str, float]) -> list[str]:
         out.append(f"Goal: last-50 / first-50 p50 <= 1.1x: {r:.2f}x ({mark(r <= 1.1)}).")
         c = f["last 50 cpu"] / f["first 50 cpu"] if f["first 50 cpu"] else float("nan")
         out.append(f"Goal: last-50 / first-50 worker CPU <= 1.2x: {c:.2f}x ({mark(c <= 1.2)}).")
-    n = m.turns
+    n = m.done
     if n >= 300:
         mid = sum(1 for k in m.compactions if 100 <= k < 200)
         end = sum(1 for k in m.compactions if n - 100 <= k < n)
