@@ -166,10 +166,10 @@ class ModelActivities(ActivityBase):
             return None
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.provider_key())
-        previous = self.store.latest_projection(run_id)
-        after = compaction_reads_after(previous, self.store.facts(run_id))
+        # the whole transcript: this summary is built without the fact store (its ledger and body
+        # come from every entry), and only when the provider compacts opaquely
         return pc.longrun_summary(
-            self.items(self.store.transcript(run_id, after_seq=after)), previous=previous,
+            self.items(self.store.transcript(run_id)), previous=self.store.latest_projection(run_id),
             state=self.head(run_id), policy=spec.context, window=provider.info.window,
             calibration=self.calibration(run_id), system=request.system, tools=request.tools,
         )
