@@ -184,11 +184,18 @@ def _turn(i: int) -> list[dict[str, Any]]:
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": f"#{i}\n{body}"}]}]
 
 
+LAGGED: list[int] = []
+"""Compactions of the last ranged `_drive` whose read started after the fact store's `through_seq`."""
+
+
 def _drive(turns: int, *, ranged: bool) -> tuple[list[Projection], list[Any]]:
     """A long run compacted every 4 turns, as the compact activity does: the previous projection
     and the fact store carried forward; `ranged`: each compaction gets only the entries after
     `compaction_reads_after`, else the whole transcript."""
     from longrun.activities.model import compaction_reads_after
+    from longrun.context.factstore import FactStore
+
+    LAGGED.clear()
 
     wire: list[dict[str, Any]] = [{"role": "user", "content": "Review the ledger service."}]
     projections: list[Projection] = []
@@ -200,6 +207,8 @@ def _drive(turns: int, *, ranged: bool) -> tuple[list[Projection], list[Any]]:
             continue
         items = [TranscriptItem(seq=k + 1, message=Message.from_wire(m)) for k, m in enumerate(wire)]
         after = compaction_reads_after(previous, facts) if ranged else 0
+        if after > FactStore(facts).through_seq:
+            LAGGED.append(i)
         p = compact([it for it in items if it.seq > after], previous=previous, state=STATE, policy=LONG_POLICY,
                     window=200_000, trigger="threshold", calibration=Calibration(), facts=facts)
         if p.report.outcome != "noop":
@@ -249,6 +258,7 @@ def test_a_compaction_of_the_range_it_reads_equals_one_of_the_whole_transcript()
     whole, whole_facts = _drive(120, ranged=False)
     ranged, ranged_facts = _drive(120, ranged=True)
     assert whole_facts, "the fact store has rows, so the ranged reads are ranges"
+    assert LAGGED, "some reads start after the store's through_seq (entries without facts leave no row)"
     assert [(p.covers_through_seq, p.summary, p.messages, p.new_facts) for p in ranged] == \
         [(p.covers_through_seq, p.summary, p.messages, p.new_facts) for p in whole]
     assert ranged_facts == whole_facts
