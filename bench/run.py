@@ -4,6 +4,7 @@ stderr, and BENCHMARKS.md written at the repository root.
     python -m bench.run                       # all of them, writes BENCHMARKS.md
     python -m bench.run --only synthetic      # one (or a comma list); BENCHMARKS.md is not written
     python -m bench.run --output /tmp/b.md    # write elsewhere
+    python -m bench.run --only long --long    # the long-run benchmark at 5,000 turns (default 1,000)
 
 A benchmark that cannot run here (no real sessions, no `temporal` binary, a failure) is skipped
 with its reason printed and written; the others still run.
@@ -23,13 +24,13 @@ from pathlib import Path
 from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ("synthetic", "real_sessions", "store", "orchestration", "retention", "retention_ablation", "conformance",
+ORDER = ("synthetic", "real_sessions", "store", "orchestration", "long", "retention", "retention_ablation", "conformance",
          "redaction", "redaction_eval", "console", "extraction")
 
 
 MODULES = {
     "synthetic": "bench.synthetic", "real_sessions": "bench.real_sessions", "store": "bench.store",
-    "orchestration": "bench.orchestration", "retention": "bench.retention.run",
+    "orchestration": "bench.orchestration", "long": "bench.long_run", "retention": "bench.retention.run",
     "retention_ablation": "bench.retention.ablation", "conformance": "bench.conformance", "redaction": "bench.redaction",
     "redaction_eval": "bench.redaction_eval", "console": "bench.console_load",
     "extraction": "bench.extraction",
@@ -70,7 +71,7 @@ def markdown(sections: list[Section], command: str, total: float, info: dict[str
         "# Benchmarks",
         "",
         "Written by `make bench` (`python -m bench.run`, source in `bench/`); every figure below was measured in "
-        "the run that wrote this file. Targets are the issues' (7; 12 for orchestration; 13 for retention); each figure is printed with its ratio to its floor or "
+        "the run that wrote this file. Targets are the issues' (7; 12 for orchestration; 13 for retention; 26 for long); each figure is printed with its ratio to its floor or "
         "reference.",
         "",
         f"- command: `{command}`",
@@ -98,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     parser.add_argument("--only", help=f"comma list of benchmarks ({', '.join(ORDER)})")
     parser.add_argument("--output", help="where to write the markdown (default: BENCHMARKS.md when all run)")
+    parser.add_argument("--long", action="store_true", help="the long-run benchmark at 5,000 turns instead of 1,000")
     args = parser.parse_args(argv)
+    if args.long:
+        os.environ["LONGRUN_BENCH_LONG"] = "1"
     names = [n.strip() for n in args.only.split(",")] if args.only else list(ORDER)
     for n in names:
         if n not in ORDER:

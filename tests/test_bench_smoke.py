@@ -67,3 +67,15 @@ def test_markdown_names_the_command_the_machine_and_a_skipped_section() -> None:
                     "python -m bench.run", 1.0, {"cores": "2"})
     assert "`python -m bench.run`" in text and "- cores: 2" in text and "| x | 1.00x |" in text
     assert "Skipped: no binary" in text
+
+
+@pytest.mark.slow
+def test_long_run_prints_its_buckets_for_both_shapes() -> None:
+    from bench import long_run
+
+    section = long_run.run(turns=100, effect_turns=50)
+    reads, reads_bytes, reads_history, edits, _edits_bytes, _edits_history = section.tables
+    assert [r[0] for r in reads.rows] == ["first 50", "1-100", "last 50", "last 50 / first 50"]
+    assert "completed" in " ".join(reads.notes) and "completed" in " ".join(edits.notes)
+    assert reads.rows[0][3].endswith("of 50") and reads.rows[0][4] != "n/a", "statements are counted"
+    assert "projections" in reads_bytes.columns and len(reads_history.rows) >= 3

@@ -169,3 +169,96 @@ def test_old_summaries_move_their_artifact_lines_into_the_index() -> None:
     assert body and sha not in body
     folded = ExtractiveSummarizer().summarize([], body, STATE, 500)
     assert "older entries dropped" not in folded and "- read a" in folded
+
+
+# -- bounded (issue 26) ---------------------------------------------------------------------------
+
+LONG_POLICY = ContextPolicy(budget=16_000)
+
+
+def _turn(i: int) -> list[dict[str, Any]]:
+    body = "\n".join(f"{k:4d}  def handler_{i}_{k}(self, retry: int = {k}) -> Session:" for k in range(60))
+    said = f"Reading module {i}; the limit for m{i} is {1000 + i} rows." if i % 7 == 0 else f"Reading module {i}."
+    return [{"role": "assistant", "content": [{"type": "text", "text": said},
+             {"type": "tool_use", "id": f"tu{i}", "name": "read_file", "input": {"path": f"src/m{i % 40}.py"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": f"#{i}\n{body}"}]}]
+
+
+LAGGED: list[int] = []
+"""Compactions of the last ranged `_drive` whose read started after the fact store's `through_seq`."""
+
+
+def _drive(turns: int, *, ranged: bool) -> tuple[list[Projection], list[Any]]:
+    """A long run compacted every 4 turns, as the compact activity does: the previous projection
+    and the fact store carried forward; `ranged`: each compaction gets only the entries after
+    `compaction_reads_after`, else the whole transcript."""
+    from longrun.activities.model import compaction_reads_after
+    from longrun.context.factstore import FactStore
+
+    LAGGED.clear()
+
+    wire: list[dict[str, Any]] = [{"role": "user", "content": "Review the ledger service."}]
+    projections: list[Projection] = []
+    facts: list[Any] = []
+    previous: Projection | None = None
+    for i in range(turns):
+        wire += _turn(i)
+        if i % 4 != 3:
+            continue
+        items = [TranscriptItem(seq=k + 1, message=Message.from_wire(m)) for k, m in enumerate(wire)]
+        after = compaction_reads_after(previous, facts) if ranged else 0
+        if after > FactStore(facts).through_seq:
+            LAGGED.append(i)
+        p = compact([it for it in items if it.seq > after], previous=previous, state=STATE, policy=LONG_POLICY,
+                    window=200_000, trigger="threshold", calibration=Calibration(), facts=facts)
+        if p.report.outcome != "noop":
+            previous = p
+            facts = [*facts, *p.new_facts]
+            projections.append(p)
+    return projections, facts
+
+
+def _calls(lines: list[str]) -> int:
+    """Tool calls an index's lines stand for (a folded line says how many)."""
+    return sum(int(ln.split()[3][1:-1]) if ln.startswith("- (earlier) ") else 1 for ln in lines)
+
+
+def test_the_index_folds_its_oldest_lines_per_tool_and_stays_under_its_cap() -> None:
+    lines = [index.entry(f"{k:064x}", "read_file", f"src/m{k % 30}.py") for k in range(400)]
+    lines += [f"- run_command pytest -q tests/t{k}.py => ok" for k in range(20)]
+    cap = 1_500
+    assert index.bound(0, lines[:5], cap) == (0, lines[:5]), "under its cap the index is left as it is"
+    cut, bounded = index.bound(0, lines, cap)
+    assert cut == 0 and _calls(bounded) == 420, "folding keeps what every line stood for: nothing is cut"
+    assert index.cost(cut, bounded) <= cap
+    folded = [ln for ln in bounded if ln.startswith("- (earlier) ")]
+    assert [ln.split()[2] for ln in folded] == ["read_file"], "one folded line per tool (the run_command lines are newer)"
+    assert "src/m9.py; src/m8.py" in folded[0], "the paths it touched, newest first, each once"
+    assert folded[0].count("src/m9.py;") == 1
+    assert bounded[-20:] == lines[-20:], "the newest lines stay as they were"
+    again_cut, again = index.bound(*index.parse(index.render(cut, bounded + lines[:120])), cap)
+    assert index.cost(again_cut, again) <= cap
+    assert [ln.split()[2] for ln in again if ln.startswith("- (earlier) ")] == ["read_file", "run_command"], \
+        "a folded line parses back and folds further, still one per tool"
+    assert again_cut + _calls(again) == 540, "every call is counted once"
+    tiny_cut, tiny = index.bound(0, lines, 200)
+    assert index.cost(tiny_cut, tiny) <= 200 and tiny_cut + _calls(tiny) == 420, "under a tiny cap the rest is cut, counted"
+
+
+def test_a_long_run_keeps_its_summary_index_bounded() -> None:
+    projections, _ = _drive(160, ranged=False)
+    summaries = [p.summary or "" for p in projections if p.summary]
+    cap = index.cap(LONG_POLICY.limit(200_000))
+    costs = [index.cost(*index.parse(s[s.find(index.INDEX_SECTION):])) for s in summaries]
+    assert max(costs) <= cap + 50, f"the index stays near its cap ({cap}): {costs[-5:]}"
+    assert any("(earlier) read_file x" in s for s in summaries[-3:]), "older lines were folded, not dropped"
+
+
+def test_a_compaction_of_the_range_it_reads_equals_one_of_the_whole_transcript() -> None:
+    whole, whole_facts = _drive(120, ranged=False)
+    ranged, ranged_facts = _drive(120, ranged=True)
+    assert whole_facts, "the fact store has rows, so the ranged reads are ranges"
+    assert LAGGED, "some reads start after the store's through_seq (entries without facts leave no row)"
+    assert [(p.covers_through_seq, p.summary, p.messages, p.new_facts) for p in ranged] == \
+        [(p.covers_through_seq, p.summary, p.messages, p.new_facts) for p in whole]
+    assert ranged_facts == whole_facts

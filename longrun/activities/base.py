@@ -52,6 +52,11 @@ from longrun.tools.sandbox import SandboxPolicy
 from longrun.webhooks.config import WebhookDirectory
 
 CAS_ATTEMPTS = 8
+TAIL_READ_FACTOR = 2
+"""`build_request` reads the entries after the projection back to this many times the request
+limit (in estimated tokens): `fit_request` keeps a suffix under the limit, so what lies further
+back could never be sent, and the margin covers stored estimates that differ from a re-estimate."""
+
 MAX_CACHED_SPECS = 1_000
 """Run specs a worker keeps in memory (a spec never changes, so the cache is only bounded, never
 invalidated): enough for every run a worker serves at once, small enough for a worker that
@@ -211,7 +216,12 @@ class ActivityBase(ScopedAccess):
         state = self.head(run_id)
         projection = self.store.latest_projection(run_id)
         after = projection.covers_through_seq if projection else 0
-        entries = self.store.transcript(run_id, after_seq=after)
+        calibration = self.calibration(run_id)
+        limit = spec.context.limit(provider.info.window)
+        # what fit_request could keep, twice over: before a compaction (or in provider mode) the
+        # stretch after the projection grows with the run; the request never holds more than this
+        tail = int(TAIL_READ_FACTOR * limit / (calibration.ratio if calibration.ratio > 0 else 1.0))
+        entries = self.store.transcript_tail(run_id, after_seq=after, tokens=tail)
         request = render_request(
             model=spec.model,
             system=SYSTEM_PROMPT,
@@ -222,8 +232,6 @@ class ActivityBase(ScopedAccess):
             max_tokens=min(spec.context.reserve_output, provider.info.max_output),
             notes_tokens=notes_budget(spec.context.limit(provider.info.window)),
         )
-        calibration = self.calibration(run_id)
-        limit = spec.context.limit(provider.info.window)
         if limit_override is not None:
             limit = min(limit, limit_override)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Sequence
 
 from temporalio import activity
 
@@ -18,7 +19,7 @@ from longrun.context.summary import ExtractiveSummarizer, Summarizer
 from longrun.errors import ConfigError, ContextOverflow, ProviderError, StaleStateError
 from longrun.models.audit import CompactionDone, CompactionStarted, ErrorRecorded, ModelCalled, ProviderContextManaged
 from longrun.models.blocks import Message, TextBlock
-from longrun.models.context import CompactionReport
+from longrun.models.context import CompactionReport, FactRow, Projection
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import ModelRequest, ModelResponse, Usage
 from longrun.models.state import TaskState
@@ -64,6 +65,26 @@ def provider_ceiling(message: str, sent_tokens: int) -> int | None:
     if found and int(found.group(1)) > 0:
         return max(100, int(sent_tokens * int(found.group(2)) / int(found.group(1))))
     return max(100, sent_tokens - 1)
+
+
+def compaction_reads_after(previous: Projection | None, facts: Sequence[FactRow]) -> int:
+    """The transcript entries a compaction reads are those after this seq: one range read, its
+    length set by what the next compaction changes, not by the length of the run (issue 26).
+
+    `compact` needs the entries after the previous projection's cover (the new ones), the
+    entries its kept messages stand for (their seqs, the last `len(messages)` up to the cover:
+    a compaction only ever drops a prefix) and, for the fact store, the entries after the last
+    one extracted. Every entry up to the last one the projection summarized was extracted by the
+    compaction that summarized it (an entry without facts leaves no row, so `through_seq` can lag
+    behind it; reading that stretch again would find nothing new). One entry more is read at the
+    start: the tool_use of the first tool result, whose key input the fact extraction quotes.
+
+    A run whose store is empty (a new run, or one from before the fact store) is read whole, as
+    before: its entries may never have been extracted."""
+    if previous is None or not any(r.source != "note" for r in facts):
+        return 0
+    summarized = previous.covers_through_seq - len(previous.messages)
+    return max(0, summarized - 1)
 
 
 class ModelActivities(ActivityBase):
@@ -145,6 +166,8 @@ class ModelActivities(ActivityBase):
             return None
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.provider_key())
+        # the whole transcript: this summary is built without the fact store (its ledger and body
+        # come from every entry), and only when the provider compacts opaquely
         return pc.longrun_summary(
             self.items(self.store.transcript(run_id)), previous=self.store.latest_projection(run_id),
             state=self.head(run_id), policy=spec.context, window=provider.info.window,
@@ -204,7 +227,8 @@ class ModelActivities(ActivityBase):
         provider = self.deps.provider_for(spec.provider_key())
         window = provider.info.window
         previous = self.store.latest_projection(run_id)
-        items = self.items(self.store.transcript(run_id))
+        facts = self.store.facts(run_id)
+        items = self.items(self.store.transcript(run_id, after_seq=compaction_reads_after(previous, facts)))
         calibration = self.calibration(run_id)
         tools = self.tools_for(run_id).specs(read_only=spec.read_only)
         policy = spec.context
@@ -239,7 +263,7 @@ class ModelActivities(ActivityBase):
                     system=SYSTEM_PROMPT,
                     tools=tools,
                     force=inp.trigger in ("overflow", "operator"),
-                    facts=self.store.facts(run_id),
+                    facts=facts,
                 )
         except Exception as exc:  # a bug in the pipeline must not end the run
             log.exception("compaction of run %s failed inside the pipeline", run_id)

@@ -222,7 +222,7 @@ def compact(
         changed = changed or summary != before_summary
         if c:
             summary = _index_dropped(summary, users, view[:c], original[:c], tool_uses_by_id(view[:c]),
-                                     store, ordered, seqs[c - 1], state)
+                                     store, ordered, seqs[c - 1], state, index.cap(limit_est))
             view, ests, seqs = view[c:], ests[c:], seqs[c:]
             report.dropped_messages = c
             changed = True
@@ -327,7 +327,7 @@ def _summarize(
 
     replaced = view[:cut]
     replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
-    lines = index.fold(prev.lines, index.entries(replaced))
+    index_cut, lines = index.bound(prev.cut, index.fold(prev.lines, index.entries(replaced)), index.cap(limit_est))
     body_min = min(BODY_MIN, max_tokens // 2)
     hidden_notes = shown_notes(list(state.notes), notes_tokens)[0]
     store.extend(extract.units_after(store, items, seqs[cut - 1], state, hidden_notes))
@@ -344,7 +344,7 @@ def _summarize(
     first = humans.cap([t for t in offered if humans.instructs(t) or humans.states_facts(t)], user_cap)
     shown = {u for t in first for u in _unit_texts(t)}
     entries = [e for e in store.entries() if not e.unit.quoted and not (e.unit.source == "user" and e.unit.text in shown)]
-    free = target_est - fixed - overhead - suffix[cut] - index.cost(prev.cut, lines) - humans.cost(first)
+    free = target_est - fixed - overhead - suffix[cut] - index.cost(index_cut, lines) - humans.cost(first)
     shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
     left_out, facts = ledger.select(entries, shared - body_min)
     if left_out:  # the facts are short of room: the body yields its floor to them (the state block has the goal)
@@ -380,7 +380,7 @@ def _summarize(
     if body is None and body_tokens:
         body = ExtractiveSummarizer(facts=False).summarize(replaced, prev.body, state, body_tokens)
         report.summary_source = "extractive"
-    full = layout.SummaryParts(body, prev.cut, lines, users, left_out, facts).render()
+    full = layout.SummaryParts(body, index_cut, lines, users, left_out, facts).render()
     report.messages_summarized = cut
     report.summary_tokens = estimate_text(full)
     report.ledger_facts = len(facts)
@@ -401,7 +401,7 @@ the ledger left facts out (issue 25)."""
 
 def _index_dropped(summary: str | None, users: list[str] | None, dropped: list[Message], original: list[Message],
                    uses: dict[str, Any], store: FactStore, items: Sequence[TranscriptItem], through: int,
-                   state: TaskState) -> str | None:
+                   state: TaskState, index_cap: int) -> str | None:
     """The summary with the results of messages stage 3 dropped added to its index, and their
     facts to the store and its ledger."""
     new = index.entries(dropped, uses)
@@ -411,7 +411,7 @@ def _index_dropped(summary: str | None, users: list[str] | None, dropped: list[M
     if not new and not units:
         return summary
     parts = layout.parse(summary, users)
-    parts.lines = index.fold(parts.lines, new)
+    parts.cut, parts.lines = index.bound(parts.cut, index.fold(parts.lines, new), index_cap)
     parts.facts = ledger.fold(parts.facts, units)
     return parts.render()
 

@@ -24,6 +24,7 @@ from longrun.context import atomic, fastre, kinds
 from longrun.context.codelike import code_like as code_like
 from longrun.context.codelike import code_share as code_share
 from longrun.context.codelike import log_like as log_like
+from longrun.context.memo import text_memo
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -177,7 +178,7 @@ def split_units(text: str, prose: bool = True) -> list[str]:
     return list(_split_units(text, prose))
 
 
-@lru_cache(maxsize=16_384)
+@text_memo(4_000_000)
 def _split_units(text: str, prose: bool) -> tuple[str, ...]:
     """`split_units`, cached: a compaction reads the same messages when it sizes its tail, when it
     extracts them into the fact store and when it decides which human messages to quote."""

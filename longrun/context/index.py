@@ -9,6 +9,15 @@ that every entry stays one line. The index is mechanical (never delegated to a m
 folds forward from one compaction to the next byte for byte (new entries are appended, so the
 lines of earlier compactions keep their place and their bytes), and is cut oldest-first only when
 even it does not fit, with a counted note: nothing leaves it silently.
+
+It is bounded (`bound`, issue 26): over INDEX_SHARE of the budget, its oldest lines fold into one
+line per tool that names how many calls it stands for and the paths (key inputs) they touched,
+
+    - (earlier) <tool> x<calls>: <hint>; <hint>; ...
+
+so a run's index costs what its last stretch of work added, not what the whole run did, and the
+compactions stay spaced by what a turn adds. What a folded line stands for is still one `recall`
+away (the fact store, then the transcript) and every result is still stored as an artifact.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ _LINE = re.compile(r"^- sha256:([0-9a-f]{12,64}) (?!= )(\S+)", re.M)
 _INLINE = re.compile(r"^- (?!sha256:)(?!\()\S+ .*=> ")
 QUOTE_SEP = " ⏎ "
 """Joins the lines of a short result quoted on its index line."""
+_FOLDED = re.compile(r"^- \(earlier\) (\S+) x(\d+): (.*)$")
 _CUT_NOTE = re.compile(r"^- \((\d+) older entries cut to fit the window; their artifacts are still stored\)$", re.M)
 _CMD_KEYS = ("command", "cmd", "argv")
 _SEARCH_KEYS = ("pattern", "query")
@@ -149,7 +159,7 @@ def parse(section: str | None) -> tuple[int, list[str]]:
         m = _CUT_NOTE.match(ln)
         if m:
             cut += int(m.group(1))
-        elif _LINE.match(ln) or _INLINE.match(ln):
+        elif _LINE.match(ln) or _INLINE.match(ln) or _FOLDED.match(ln):
             lines.append(ln)
     return cut, lines
 
@@ -186,6 +196,85 @@ def shrink(cut: int, lines: list[str], free: int) -> tuple[int, list[str]]:
         freed += estimate_text(lines[k]) + 1
         k += 1
     return cut + k, lines[k:]
+
+
+INDEX_SHARE = 0.1
+"""The most of the request budget the index takes before its oldest lines fold (`bound`)."""
+FOLD_TO = 0.5
+"""Folding goes down to this share of the cap, so the next compactions append for a while before
+the index folds again (each fold rewrites the index's head, a cache rewrite)."""
+FOLD_HINT_CHARS = 320
+"""The key inputs a folded line lists, newest first, at most this many characters."""
+
+
+def cap(limit_tokens: int) -> int:
+    """The index's cap for a request budget of `limit_tokens` (estimated tokens)."""
+    return max(200, int(limit_tokens * INDEX_SHARE))
+
+
+def _split(line: str) -> tuple[str, str, int, list[str]]:
+    """(tool, key input, calls, hints already folded) of an index line."""
+    m = _FOLDED.match(line)
+    if m:
+        hints = [h for h in m.group(3).removesuffix(" …").split("; ") if h]
+        return m.group(1), "", int(m.group(2)), hints
+    body = line[2:]
+    if body.startswith("sha256:"):
+        body = body.split(" ", 1)[1] if " " in body else ""
+    elif " => " in body:
+        body = body.split(" => ", 1)[0]
+    tool, _, hint = body.partition(" ")
+    return tool, hint, 1, []
+
+
+def _folded_line(tool: str, calls: int, hints: list[str]) -> str:
+    shown: list[str] = []
+    used = 0
+    for h in hints:
+        h = " ".join(h.split())
+        if used + len(h) + 2 > FOLD_HINT_CHARS:
+            return f"- (earlier) {tool} x{calls}: " + "; ".join(shown) + " …"
+        shown.append(h)
+        used += len(h) + 2
+    return f"- (earlier) {tool} x{calls}: " + "; ".join(shown)
+
+
+def bound(cut: int, lines: list[str], max_tokens: int) -> tuple[int, list[str]]:
+    """The index within `max_tokens`: when over it, its oldest lines fold into one line per tool
+    (calls counted, key inputs listed newest first, each once) until it is at FOLD_TO of the cap;
+    when even the folded lines are over the cap, the oldest of them are cut, counted in the note."""
+    if cost(cut, lines) <= max_tokens:
+        return cut, lines
+    goal = int(max_tokens * FOLD_TO)
+    plain = [ln for ln in lines if not _FOLDED.match(ln)]
+    tools: dict[str, tuple[int, list[str]]] = {}
+    for ln in lines:
+        if _FOLDED.match(ln):
+            tool, _, calls, hints = _split(ln)
+            n, had = tools.get(tool, (0, []))
+            tools[tool] = (n + calls, [*had, *(h for h in hints if h not in had)])
+
+    def render_folded() -> list[str]:
+        return [_folded_line(t, n, h) for t, (n, h) in tools.items()]
+
+    def lines_cost(ls: list[str]) -> int:
+        return sum(estimate_text(ln) + 1 for ln in ls)
+
+    head = cost(cut + 1, [])  # the header and a cut note
+    rest = lines_cost(plain)  # of plain[k:]
+    k = 0
+    while k < len(plain) and head + lines_cost(render_folded()) + rest > goal:
+        tool, hint, calls, _ = _split(plain[k])
+        n, had = tools.get(tool, (0, []))
+        tools[tool] = (n + calls, ([hint] if hint else []) + [h for h in had if h != hint])
+        rest -= estimate_text(plain[k]) + 1
+        k += 1
+    folded = render_folded()
+    while folded and head + lines_cost(folded) + rest > max_tokens:
+        m = _FOLDED.match(folded[0])
+        cut += int(m.group(2)) if m else 1
+        folded = folded[1:]
+    return cut, folded + plain[k:]
 
 
 def references(section: str | None) -> list[dict[str, str]]:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from longrun.context.memo import text_memo
 from longrun.models.blocks import (
     ImageBlock,
     Message,
@@ -68,9 +68,10 @@ def classify(text: str) -> str:
     return "prose"
 
 
-@lru_cache(maxsize=8192)
+@text_memo(2_000_000)
 def estimate_text(text: str) -> int:
-    """Estimated tokens of one text. Cached: the same strings are estimated every turn."""
+    """Estimated tokens of one text. Cached: the same strings are estimated every turn (bounded
+    by the characters it holds, so a worker's memory does not grow with a run: `memo.py`)."""
     if not text:
         return 0
     return max(1, round(len(text) / CHARS_PER_TOKEN[classify(text)]))

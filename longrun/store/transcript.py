@@ -55,6 +55,21 @@ WHERE r.run_id = %(run_id)s
 ORDER BY t.seq
 """
 
+_TAIL_SQL = f"""
+SELECT r.transcript_count AS head_count, r.transcript_head AS head_hash, {_COLUMNS}
+FROM runs r LEFT JOIN transcript_entries t
+  ON t.run_id = r.run_id AND t.seq > greatest(%(after)s::bigint, coalesce((
+      SELECT max(w.seq) - 1 FROM (
+        SELECT e.seq, sum(e.token_estimate) OVER (ORDER BY e.seq DESC) - e.token_estimate AS newer
+        FROM transcript_entries e WHERE e.run_id = %(run_id)s AND e.seq > %(after)s::bigint
+      ) w WHERE w.newer >= %(tokens)s::bigint), 0))
+WHERE r.run_id = %(run_id)s
+ORDER BY t.seq
+"""
+"""The newest entries after `after` whose token estimates reach `tokens`, and the one before the
+oldest of them: the window sums only `seq` and `token_estimate`, so the contents of the older
+entries are neither read from TOAST nor sent."""
+
 _LAST_SQL = f"""
 SELECT r.transcript_count AS head_count, r.transcript_head AS head_hash, {_COLUMNS}
 FROM runs r LEFT JOIN LATERAL (
@@ -138,6 +153,19 @@ class TranscriptMixin(ChainAppendMixin):
         check_int("through_seq", through_seq, minimum=0, optional=True)
         params = {"after": after_seq, "through": through_seq}
         return self._autocommit("transcript", lambda c: self._read_entries(c, _RANGE_SQL, run_id, params))
+
+    def transcript_tail(self, run_id: str, *, after_seq: int = 0, tokens: int) -> list[TranscriptRecord]:
+        """The newest entries with `seq > after_seq`, oldest first, as far back as their token
+        estimates reach `tokens`, and one entry more (the tool_use of a first tool result): what
+        a request can hold, however long the stretch after `after_seq` is. One statement.
+
+        Raises:
+            InvalidInputError: a negative `after_seq` or `tokens`.
+            RunNotFoundError: no such run."""
+        check_int("after_seq", after_seq, minimum=0)
+        check_int("tokens", tokens, minimum=0)
+        params = {"after": after_seq, "tokens": tokens}
+        return self._autocommit("transcript_tail", lambda c: self._read_entries(c, _TAIL_SQL, run_id, params))
 
     def _read_entries(self, c: psycopg.Connection, sql: str, run_id: str, params: dict[str, Any]) -> list[TranscriptRecord]:
         """Run a transcript read (one statement joined from the `runs` row), remember the head it
