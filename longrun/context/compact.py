@@ -14,6 +14,7 @@ from typing import Any
 
 from longrun.context import extract, humans, index, layout, ledger
 from longrun.context import facts as facts_mod
+from longrun.context.aim import aim, facts_aim
 from longrun.context.enforce import choose_cut, tail_floor
 from longrun.context.factstore import FactStore
 from longrun.context.layout import user_texts
@@ -70,15 +71,6 @@ def should_compact(
     if over_limit or request_tokens_calibrated >= policy.effective_trigger(window):
         return "threshold"
     return None
-
-
-def aim(trigger_est: int, fixed: int, target_ratio: float, limit_est: int) -> int:
-    """Where a compaction aims, in estimated tokens: `target_ratio` of the way from the part no
-    compaction can shrink (system prompt, tools, task state) to the trigger. Applying the ratio
-    to the whole trigger would aim below that part whenever it is large next to the trigger
-    (a small budget, many tools), so no compaction could reach its target and one would fire
-    every turn; aiming inside the compactable part leaves the next turns their room."""
-    return min(limit_est, fixed + max(0, int((trigger_est - fixed) * target_ratio)))
 
 
 def _summary_cost(summary: str | None) -> int:
@@ -138,7 +130,9 @@ def compact(
     notes_tokens = notes_budget(limit)
     fixed = (estimate_text(system) + estimate_tools(tools) + REQUEST_OVERHEAD
              + MESSAGE_OVERHEAD + BLOCK_OVERHEAD + estimate_text(render_state_block(state, notes_tokens)))
-    target_est = aim(int(policy.effective_trigger(window) / ratio), fixed, policy.target_ratio, limit_est)
+    trigger_est = int(policy.effective_trigger(window) / ratio)
+    target_est = aim(trigger_est, fixed, policy.target_ratio, limit_est)
+    facts_est = facts_aim(trigger_est, fixed, policy.target_ratio, limit_est)
     ests = [estimate_message(m) for m in view]
 
     def total() -> int:
@@ -147,7 +141,8 @@ def compact(
     before = total()
     report = CompactionReport(
         trigger=trigger, tokens_before_estimated=before, tokens_before_calibrated=calibration.apply(before),
-        base_state_version=state.state_version, budget=limit,
+        base_state_version=state.state_version, budget=limit, target_tokens=calibration.apply(target_est),
+        facts_target_tokens=calibration.apply(facts_est),
     )
     stages: list[Stage] = ["trim"]
     freed: dict[str, int] = {}
@@ -183,7 +178,7 @@ def compact(
         kept_original = list(original)
         trial = FactStore(store.rows)
         done = _summarize(view, original, ests, summary, users, state=state, policy=policy, report=report,
-                          summarizer=summarizer, fixed=fixed, target_est=target_est, limit_est=limit_est,
+                          summarizer=summarizer, fixed=fixed, target_est=target_est, facts_est=facts_est, limit_est=limit_est,
                           notes_tokens=notes_tokens, store=trial, items=ordered, seqs=seqs)
         if done is not None:
             summary, cut, users = done
@@ -271,6 +266,7 @@ def _summarize(
     summarizer: Summarizer | None,
     fixed: int,
     target_est: int,
+    facts_est: int,
     limit_est: int,
     notes_tokens: int,
     store: FactStore,
@@ -346,9 +342,11 @@ def _summarize(
     entries = [e for e in store.entries() if not e.unit.quoted and not (e.unit.source == "user" and e.unit.text in shown)]
     free = target_est - fixed - overhead - suffix[cut] - index.cost(index_cut, lines) - humans.cost(first)
     shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
-    left_out, facts = ledger.select(entries, shared - body_min)
+    # the facts may fill the room up to their own aim (`aim.facts_aim`), past the one the tail and body aim at
+    facts_room = max(shared, shared + facts_est - target_est)
+    left_out, facts = ledger.select(entries, facts_room - body_min)
     if left_out:  # the facts are short of room: the body yields its floor to them (the state block has the goal)
-        left_out, facts = ledger.select(entries, shared)
+        left_out, facts = ledger.select(entries, facts_room)
     chosen = {e.unit.text for e in facts}
     room = min(user_cap - humans.cost(first), shared - (0 if left_out else body_min) - ledger.cost(left_out, facts))
     others = [t for t in offered if t not in first and not chosen & set(_unit_texts(t))]

@@ -168,7 +168,10 @@ class Unit:
     @property
     def is_fact(self) -> bool:
         return bool(self.values or self.names) or ((self.relation or self.status or self.instruction) and bool(self.words)) or (
-            bool(self.words & kinds.DAYS) and len(self.words) > 1)  # "the deadline is Thursday": a day is a value
+            bool(self.words & kinds.DAYS) and len(self.words) > 1) or (  # "the deadline is Thursday": a day is a value
+            # a line its author typed as a record ("FACT: Smyi Gzuug is handling support"), or a
+            # human's preference or decision, is one whatever tokens it has
+            self.source in ("user", "note") and (self.typed or self.kind in ("preference", "decision")) and len(self.words) > 1)
 
 
 def split_units(text: str, prose: bool = True) -> list[str]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from longrun.context import facts, ledger
+from longrun.context import facts, kinds, ledger
 from longrun.context.facts import Unit
 from longrun.context.ledger import Entry
 from longrun.models.context import FactRow
@@ -61,14 +61,21 @@ class FactStore:
         return [r for r in self.rows if r.seq not in self._gone]
 
     def entries(self) -> list[Entry]:
-        """The current rows as ledger entries (what `ledger.select` ranks and `ledger.render` shows)."""
+        """The current rows as ledger entries (what `ledger.select` ranks and `ledger.render` shows).
+        A row that replaced others ranks at least as high as the best of them (`Entry.rank`): the
+        new value of a typed record or a rule is that record's or rule's current value, in whatever
+        words it was said."""
+        rank: dict[int, tuple[int, int]] = {}
         out = []
-        for r in self.current():
+        for r in self.rows:
             u = facts.analyse(r.text, r.source, where=r.where, order=r.seq)
+            rank[r.seq] = min([kinds.rank(u.kind, u.typed), *(rank[s] for s in r.supersedes if s in rank)])
+            if r.seq in self._gone:
+                continue
             u.count = r.count
             u.quoted = r.quoted
             e = Entry(u, final=r.final, replaced=bool(r.supersedes))
-            e.row, e.source_seq = r.seq, r.source_seq
+            e.row, e.source_seq, e.rank = r.seq, r.source_seq, rank[r.seq]
             out.append(e)
         return out
 

@@ -12,7 +12,8 @@ its condition can only hold:
   line must share;
 - a correction (`corrected`): the lines that share a subject name or a value (the only scan,
   and only for a unit that corrects);
-- a reworded update: by normalised topic (`reword.replaces`).
+- a reworded update: by normalised topic (`reword.replaces`); a self-declared update said in
+  other words: by topic word (`reword.updates`).
 
 Each answer is the one the scanning rules gave (tests/test_context_extraction_snapshot.py).
 """
@@ -41,6 +42,8 @@ class Earlier:
         """Exact set of subject names -> the lines about them, in order."""
         self.by_topic: dict[frozenset[str], int] = {}
         """Normalised topic (`reword.topic`) -> the latest line with it."""
+        self.by_word: dict[str, set[int]] = {}
+        """Topic word (`reword.words_of`) of a user's or the agent's line -> the lines that say it."""
 
     def add(self, e: Entry) -> None:
         i = len(self.entries)
@@ -53,6 +56,9 @@ class Earlier:
         for term in terms:
             self.near.setdefault(term, []).append(i)
         self.by_subjects.setdefault(subjects, []).append(i)
+        if u.source in ("user", "agent"):
+            for w in reword.words_of(u):
+                self.by_word.setdefault(w, set()).add(i)
 
     def _alive(self, i: int) -> bool:
         e = self.entries[i]
@@ -123,6 +129,10 @@ class Earlier:
 
     def reworded(self, u: Unit) -> int | None:
         return reword.replaces(u, self.by_topic, self.entries)
+
+    def updated(self, u: Unit) -> int | None:
+        """A self-declared update said in other words (`reword.updates`), looked up by topic word."""
+        return reword.updates(u, self.entries, self.by_word)
 
 
 def _record(u: Unit) -> tuple[frozenset[str], frozenset[str] | None, frozenset[str], tuple[str, ...]]:

@@ -55,11 +55,13 @@ RULE = re.compile(
     r"|hard constraint|red line|safety rule|under no circumstances|only ever|no (?:external|network|outbound|direct)"
     r"|(?:stay|keep|remain)s? (?:\w+ ){0,4}(?:under|below|within|at or below|at most|above)|at or below|no more than"
     r"|not (?:exceed|go over|go above)|do not exceed|ceiling|budget cap|spending (?:cap|limit|ceiling)"
-    r"|(?:make sure|ensure|only use|only python|only \w+ \d))\b",
+    r"|(?:make sure|ensure|only use|only python|only \w+ \d)"
+    r"|from now on|going forward|henceforth|until further notice|from here on)\b",
     re.I,
 )
 """A rule or a prohibition, wherever it stands in the line ("Absolutely never ...", "The code ...
-must never be shared", "Keep spend under $300")."""
+must never be shared", "Keep spend under $300"), or a standing instruction ("From now on, report
+times in UTC": it holds until another replaces it)."""
 DECISION = re.compile(
     r"\b(?:decided|decision|we(?: will|'ll) (?:go with|use|ship|adopt|take)|going with|went with|chosen|we chose"
     r"|settled on|locked(?: in)?|agreed (?:on|to)|final call|approved plan|adopt(?:ed)?)\b",

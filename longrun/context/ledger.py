@@ -60,7 +60,7 @@ def left_out_note(n: int) -> str:
 class Entry:
     """A ledger line: its unit (analysed), whether it is a correction's final value, its count."""
 
-    __slots__ = ("final", "gone", "replaced", "replaced_quotes", "row", "source_seq", "unit")
+    __slots__ = ("final", "gone", "rank", "replaced", "replaced_quotes", "row", "source_seq", "unit")
 
     def __init__(self, unit: Unit, final: bool = False, replaced: bool = False) -> None:
         self.unit = unit
@@ -70,6 +70,9 @@ class Entry:
         """Its row in the run's fact store (`factstore`), once it has one."""
         self.source_seq = 0
         """The transcript entry it was read from."""
+        self.rank: tuple[int, int] | None = None
+        """Where the selection ranks it when not by its own kind (`kinds.rank`): a row that
+        replaced a typed record or a rule ranks with it (`FactStore.entries`)."""
         self.gone: list[Entry] = []
         """The entries this one replaced when it was folded in."""
         self.replaced_quotes: set[str] = set()
@@ -263,6 +266,8 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
             prior = seen.same_subject(u)
         if prior is None:
             prior = seen.reworded(u)
+        if prior is None:
+            prior = seen.updated(u)
         old_entry = entries[prior] if prior is not None else None
         if old_entry is not None and prior is not None:
             if facts.template(old_entry.unit.text) == facts.template(u.text):
@@ -308,7 +313,7 @@ def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int
     worth = [facts.information(e.unit) / (1 if facts.subjects(e.unit) else series[facts.template(e.unit.text)]) / costs[i]
              for i, e in enumerate(entries)]
     first = [e.final or e.replaced or e.unit.source == "note" for e in entries]
-    ranked = sorted(range(len(entries)), key=lambda i: (kinds.rank(entries[i].unit.kind, entries[i].unit.typed), not first[i], -worth[i], -i))
+    ranked = sorted(range(len(entries)), key=lambda i: (_rank(entries[i]), not first[i], -worth[i], -i))
     keep: set[int] = set()
     used = 0
     for i in ranked:
@@ -317,6 +322,11 @@ def select(entries: list[Entry], budget: int, left_before: int = 0) -> tuple[int
             used += costs[i]
     kept = [e for i, e in enumerate(entries) if i in keep]
     return left_before + len(entries) - len(kept), kept
+
+
+def _rank(e: Entry) -> tuple[int, int]:
+    own = kinds.rank(e.unit.kind, e.unit.typed)
+    return own if e.rank is None else min(own, e.rank)
 
 
 def render(left_out: int, entries: Sequence[Entry]) -> str:

@@ -80,6 +80,10 @@ class CompactionReport(BaseModel):
     """Quoted human messages stage 3 left out to fit the hard limit (their facts stay in the store)."""
     base_state_version: int = 0
     budget: int = 0
+    target_tokens: int = 0
+    """Where the compaction aimed (calibrated): the request's size it lands at or under when it can."""
+    facts_target_tokens: int = 0
+    """Where the fact selection may fill up to (calibrated), past `target_tokens` (`context.aim.facts_aim`)."""
     duration_ms: float = 0.0
     outcome: Outcome = "applied"
 
