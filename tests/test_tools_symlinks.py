@@ -30,7 +30,7 @@ from longrun.store import Store
 from longrun.tools import default_registry
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.base import ToolContext
-from longrun.tools.files import _atomic_write
+from longrun.tools.files import atomic_write
 from longrun.tools.paths import check_write_path
 from longrun.workspace import GitError, Trailers, commit_effect
 from longrun.workspace.git import git
@@ -230,5 +230,5 @@ def test_a_link_swapped_in_after_the_check_fails_the_write(tmp_path: Path) -> No
     (ws / "notes").rmdir()
     os.symlink("src", ws / "notes")  # what a command could do between the check and the write
     with pytest.raises(OSError, match="symlink"):
-        _atomic_write(checked, b"def check(user):\n    return True\n")
+        atomic_write(checked, b"def check(user):\n    return True\n")
     untouched(ws)
