@@ -187,3 +187,13 @@ def _env_with_path(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def test_longrun_start_notes_a_prefix_or_key_unknown_in_its_own_process() -> None:
+    from longrun.providers.registry import start_notes
+
+    assert start_notes("anthropic:claude-sonnet-4-6", {}) == ["ANTHROPIC_API_KEY is not set here; the workers need it"]
+    assert start_notes("anthropic:claude-sonnet-4-6", {"ANTHROPIC_API_KEY": "k"}) == []
+    assert start_notes("scripted", {}) == []
+    (note,) = start_notes("nosuch:model-1", {})
+    assert "no model provider 'nosuch'" in note and "anthropic" in note and "fails at its start" in note, note
