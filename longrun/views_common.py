@@ -182,11 +182,15 @@ def describe_event(rec: AuditRecord) -> str:
 
 def context_limits(spec: RunSpec) -> tuple[int, int]:
     """(hard limit of one request, compaction trigger) of a run, in tokens."""
-    # imported here: the providers package loads the anthropic SDK (about a second), which the
-    # commands that never need a model window should not pay for
-    from longrun.providers.models_table import model_info
+    # imported here: the commands that never need a model window should not pay for the registry
+    from longrun.errors import ConfigError
+    from longrun.providers.models_table import SCRIPTED_INFO
+    from longrun.providers.registry import ProviderRegistry
 
-    window = model_info(spec.provider_key()).window
+    try:
+        window = ProviderRegistry().model_info(spec.provider_key()).window
+    except ConfigError:  # a provider only the workers register: the meter assumes the scripted window
+        window = SCRIPTED_INFO.window
     return spec.context.limit(window), spec.context.effective_trigger(window)
 
 

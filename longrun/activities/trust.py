@@ -8,6 +8,10 @@ chooses what the worker executes or connects to (docs/SECURITY.md, "Trust bounda
 - an `openai-compatible` `base_url`: only the worker's `LONGRUN_OPENAI_BASE_URL` or one its
   `LONGRUN_ALLOWED_BASE_URLS` lists; elsewhere the run fails at its start, before any request (the
   worker's provider cache refuses it too).
+- a model (the run's, its subagents', its summaries'): only one whose prefix has a provider
+  registered on the worker (built-in, `build_worker(providers=...)` or entry point
+  `longrun.providers`); elsewhere the run fails at its start, naming the prefixes it has. A spec
+  is checked only by syntax where it is made, since the client cannot know a worker's providers.
 
 Tests: tests/test_worker_trust.py.
 """
@@ -15,9 +19,13 @@ Tests: tests/test_worker_trust.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from longrun.mcp.config import McpDirectory
 from longrun.models.spec import RunSpec, base_url_refusal
+
+if TYPE_CHECKING:
+    from longrun.providers.registry import ProviderRegistry
 
 UNSANDBOXED_REFUSAL = (
     "the run's spec asks for `sandbox: none` (commands that see whatever the worker sees, its secrets included), "
@@ -36,6 +44,8 @@ class WorkerTrust:
     allow_unsandboxed: bool = False
     base_urls: tuple[str, ...] = ()
     """The `base_url`s a run may name: the worker's LONGRUN_OPENAI_BASE_URL and LONGRUN_ALLOWED_BASE_URLS."""
+    providers: ProviderRegistry | None = None
+    """The worker's model providers; None: no check here (a `provider_for` of the caller's decides)."""
 
     def refusal(self, spec: RunSpec) -> str | None:
         """Why this worker will not run `spec` at all (None: it will). MCP servers are judged one by
@@ -47,4 +57,10 @@ class WorkerTrust:
             why = base_url_refusal(spec.base_url, self.base_urls)
             if why is not None:
                 problems.append(why)
+        if self.providers is not None:
+            models = (spec.model, spec.subagent_model, spec.context.summary_model)
+            for model in dict.fromkeys(m for m in models if m is not None):
+                why = self.providers.refusal(model)
+                if why is not None:
+                    problems.append(why)
         return "; and ".join(problems) or None

@@ -22,16 +22,20 @@ WEBHOOK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 """A webhook's name: lower case, so that it maps to one `LONGRUN_WEBHOOK_<NAME>_URL` variable."""
 
 
-MODEL_KINDS = ("anthropic:", "openai:", "openai-compatible:", "bedrock:", "vertex:")
-"""The prefixes of model names a provider can be built for (see longrun.providers.models_table)."""
+MODEL_PREFIX = re.compile(r"[a-z][a-z0-9-]{0,39}")
+"""A model provider's prefix: what a run's model name starts with, before the `:`."""
+_MODEL_NAME = re.compile(r"(?:[a-z][a-z0-9-]{0,39}):[^\s?]{1,200}")
 
 
 def check_model_name(v: str) -> str:
-    """`scripted` or `<kind>:<model-id>` for a kind in MODEL_KINDS."""
-    if v != "scripted" and not any(v.startswith(k) and len(v) > len(k) and "?" not in v for k in MODEL_KINDS):
+    """`scripted` or `<prefix>:<model-id>`, by syntax only: which prefixes exist is the workers'
+    registry's to say (longrun.providers.registry), and a spec is validated in processes (the
+    client's, the workflow's) that cannot know a worker's own providers. A worker without a
+    provider for the prefix refuses the run at its start, naming the prefixes it has."""
+    if v != "scripted" and not _MODEL_NAME.fullmatch(v):
         raise ValueError(
             "model must be 'scripted' or 'anthropic:<model-id>' (or openai:, openai-compatible:, bedrock:, "
-            f"vertex:<model-id>), got {v!r}"
+            f"vertex:<model-id>, or <prefix>:<model-id> of a provider the workers register), got {v!r}"
         )
     return v
 
@@ -208,7 +212,8 @@ class RunSpec(BaseModel):
     model: str = Field(
         default="scripted",
         description="`scripted` (offline stand-in), `anthropic:<id>`, `openai:<id>` (Responses API), "
-        "`openai-compatible:<id>` (a Chat Completions server at `base_url`), `bedrock:<id>` or `vertex:<id>`",
+        "`openai-compatible:<id>` (a Chat Completions server at `base_url`), `bedrock:<id>`, `vertex:<id>`, or "
+        "`<prefix>:<id>` of a provider the workers register (docs/LIBRARY.md, Custom models)",
     )
     base_url: str | None = Field(
         default=None,

@@ -8,6 +8,10 @@ OpenAI-compatible servers, Claude on Bedrock and Vertex.
 The names below are loaded when first used (PEP 562): importing the SDKs (`anthropic`, `openai`)
 costs about 4 s of CPU, and every CLI command, the console and the workflow module import this
 package only for the protocol. A `longrun status` should not pay for model SDKs it never calls.
+
+Which providers exist is a registry's (`longrun.providers.registry`): each is registered under
+its prefix with its models table, keys, defaults and factory; the built-ins
+(`longrun.providers.builtin`) the same way as a worker's own or an installed package's.
 """
 
 from __future__ import annotations
@@ -19,13 +23,17 @@ if TYPE_CHECKING:
     from longrun.providers.anthropic_provider import AnthropicProvider, map_api_error, to_api_messages
     from longrun.providers.base import Provider, get_provider
     from longrun.providers.models_table import ANTHROPIC_MODELS, model_info
+    from longrun.providers.registry import ModelProvider, ProviderConfig, ProviderRegistry
     from longrun.providers.scripted import ScriptedProvider
     from longrun.providers.summarizer import ModelSummarizer
 
 _WHERE = {
     "ANTHROPIC_MODELS": "longrun.providers.models_table",
     "AnthropicProvider": "longrun.providers.anthropic_provider",
+    "ModelProvider": "longrun.providers.registry",
     "ModelSummarizer": "longrun.providers.summarizer",
+    "ProviderConfig": "longrun.providers.registry",
+    "ProviderRegistry": "longrun.providers.registry",
     "Provider": "longrun.providers.base",
     "ScriptedProvider": "longrun.providers.scripted",
     "get_provider": "longrun.providers.base",
@@ -37,8 +45,11 @@ _WHERE = {
 __all__ = [
     "ANTHROPIC_MODELS",
     "AnthropicProvider",
+    "ModelProvider",
     "ModelSummarizer",
     "Provider",
+    "ProviderConfig",
+    "ProviderRegistry",
     "ScriptedProvider",
     "get_provider",
     "map_api_error",

@@ -17,6 +17,8 @@ from longrun.errors import ConfigError
 from longrun.mcp import config as mcp_config
 from longrun.models.mcp import McpServerConfig
 from longrun.models.spec import ALLOWED_BASE_URLS_VARIABLE
+from longrun.providers.builtin import DEFAULT_CLAUDE as DEFAULT_CLAUDE
+from longrun.providers.registry import default_model
 from longrun.tools.sandbox import SANDBOX_MODES, SandboxMode
 from longrun.webhooks.config import DEFAULTS_VARIABLE as WEBHOOKS_VARIABLE
 from longrun.webhooks.config import parse_names as parse_webhook_names
@@ -25,9 +27,6 @@ DEFAULT_TASK_QUEUE = "longrun"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_TEMPORAL_PORT = 7233
 DEFAULT_TEMPORAL_UI_PORT = 8233
-DEFAULT_CLAUDE = "anthropic:claude-sonnet-4-6"
-"""The model a run gets when ANTHROPIC_API_KEY is set and neither --model nor LONGRUN_MODEL says
-otherwise. Without a key the default is `scripted`, the offline deterministic stand-in."""
 
 
 def longrun_home() -> Path:
@@ -54,6 +53,8 @@ class Settings:
     may only read them). `LONGRUN_OWNER_DATABASE_URL`, else the dev stack's."""
     namespace: str = DEFAULT_NAMESPACE
     task_queue: str = DEFAULT_TASK_QUEUE
+    # The built-in providers' keys, for the CLI's notes; a worker's providers read the environment
+    # names they declare themselves (longrun.providers.registry), not these.
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     openai_api_key: str | None = None
@@ -126,7 +127,7 @@ class Settings:
             openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
             compatible_api_key=os.environ.get("LONGRUN_OPENAI_API_KEY") or None,
             compatible_base_url=os.environ.get("LONGRUN_OPENAI_BASE_URL") or None,
-            default_model=os.environ.get("LONGRUN_MODEL") or (DEFAULT_CLAUDE if key else "scripted"),
+            default_model=os.environ.get("LONGRUN_MODEL") or default_model(os.environ),
             sandbox=cast(SandboxMode, sandbox),
             sandbox_expose=tuple(p for p in os.environ.get("LONGRUN_SANDBOX_EXPOSE", "").split(os.pathsep) if p),
             sandbox_file_mb=_positive_int("LONGRUN_SANDBOX_FILE_MB", 1024),

@@ -5,13 +5,19 @@ Temporal server. Custom tools (`@longrun.tool`) are handed to it; a name that co
 built-in or an MCP tool is refused here, at start:
 
     worker = build_worker(client, store, tools=[search_logs, send_message])
+
+Model providers come from a registry (longrun.providers.registry): the built-ins, those handed
+here (`providers={"echo": ModelProvider(...)}`, a prefix taken twice is refused at start) and
+installed packages' entry points (`longrun.providers`). Each provider reads the environment names
+it declares: this module names no model and no key.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
@@ -21,7 +27,8 @@ from temporalio.worker import Worker
 from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
 from longrun.activities.trust import WorkerTrust
 from longrun.mcp.config import McpDirectory
-from longrun.providers import Provider, get_provider
+from longrun.providers import Provider
+from longrun.providers.registry import ModelProvider, ProviderRegistry
 from longrun.service.settings import Settings
 from longrun.store import Store
 from longrun.tools import Tool, ToolRegistry, default_registry
@@ -35,21 +42,20 @@ ACTIVITY_THREADS = 32
 
 class ProviderCache:
     """One provider object per model key (a model name, or one with its server and window),
-    built from settings on first use: the keys stay in this process, never in a spec."""
+    built by its registered factory on first use: the keys stay in this process (read from the
+    environment names each provider declares), never in a spec."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, providers: ProviderRegistry | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
         self.settings = settings
+        self.providers = providers or ProviderRegistry()
+        self.environ = os.environ if environ is None else environ
         self._cache: dict[str, Provider] = {}
 
     def __call__(self, model: str) -> Provider:
         if model not in self._cache:
-            s = self.settings
-            self._cache[model] = get_provider(
-                model, api_key=s.anthropic_api_key, base_url=s.anthropic_base_url,
-                openai_api_key=s.openai_api_key, openai_base_url=s.openai_base_url,
-                compatible_api_key=s.compatible_api_key, compatible_base_url=s.compatible_base_url,
-                allowed_base_urls=s.base_urls(),
-            )
+            self._cache[model] = self.providers.build(model, environ=self.environ,
+                                                      allowed_base_urls=self.settings.base_urls())
         return self._cache[model]
 
     def close(self) -> None:
@@ -71,11 +77,20 @@ def worker_sandbox(settings: Settings) -> SandboxPolicy:
     )
 
 
-def worker_trust(settings: Settings) -> WorkerTrust:
+def worker_trust(settings: Settings, providers: ProviderRegistry | None = None) -> WorkerTrust:
     """What a run spec may name on this worker: its configured MCP servers, `sandbox: none` only
-    when LONGRUN_ALLOW_UNSANDBOXED (or LONGRUN_SANDBOX=none) says so, and its base URLs."""
+    when LONGRUN_ALLOW_UNSANDBOXED (or LONGRUN_SANDBOX=none) says so, its base URLs, and models
+    whose prefix `providers` has (None: not checked)."""
     return WorkerTrust(mcp=McpDirectory(settings.mcp_servers), allow_unsandboxed=settings.unsandboxed_allowed(),
-                       base_urls=settings.base_urls())
+                       base_urls=settings.base_urls(), providers=providers)
+
+
+def _checked_models(provider_for: Callable[[str], Provider] | None, models: ProviderRegistry) -> ProviderRegistry | None:
+    """The registry a run's model prefixes are checked against at its start: the one that builds
+    them (None when a caller's own `provider_for` decides which models exist)."""
+    if provider_for is None:
+        return models
+    return provider_for.providers if isinstance(provider_for, ProviderCache) else None
 
 
 def stack_hosts(settings: Settings) -> tuple[str, ...]:
@@ -101,21 +116,28 @@ def build_worker(
     heartbeat_every: float = 2.0,
     workflows: Sequence[type] = (AgentRunWorkflow,),
     tools: Sequence[Tool] = (),
+    providers: Mapping[str, ModelProvider] | None = None,
 ) -> Worker:
     """A worker for the run workflow and every activity, with the activity error mapping.
 
+    `providers` adds model providers by prefix to the built-ins and entry points; a run naming a
+    prefix none has fails at its start. A `provider_for` of the caller's replaces them all (and
+    then decides alone which models exist).
+
     Raises:
-        ConfigError: a tool of `tools` collides with a built-in or an MCP tool, or is incomplete."""
+        ConfigError: a tool of `tools` collides with a built-in or an MCP tool, or is incomplete;
+            a provider of `providers` takes a built-in's prefix."""
     settings = settings or Settings.from_env()
+    models = ProviderRegistry(providers)
     deps = Deps(
         store=store,
         registry=with_custom_tools(registry or default_registry(), tools),
-        provider_for=provider_for or ProviderCache(settings),
+        provider_for=provider_for or ProviderCache(settings, models),
         heartbeat_every=heartbeat_every,
         sandbox=worker_sandbox(settings),
         webhooks=WebhookDirectory.from_env(defaults=settings.webhooks),
         worktrees=settings.home / "worktrees",
-        trust=worker_trust(settings),
+        trust=worker_trust(settings, _checked_models(provider_for, models)),
         scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
     )
     activities = AgentActivities(deps)
@@ -131,7 +153,7 @@ def build_worker(
 
 
 async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None,
-                     tools: Sequence[Tool] = ()) -> None:
+                     tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None) -> None:
     """Run a worker in the foreground until SIGINT/SIGTERM."""
     from longrun.service.client import connect, open_store
 
@@ -139,7 +161,7 @@ async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry
     registry = with_custom_tools(registry or default_registry(), tools)  # a taken name: refused before connecting
     client = await connect(settings)
     store = open_store(settings)
-    worker = build_worker(client, store, settings=settings, registry=registry)
+    worker = build_worker(client, store, settings=settings, registry=registry, providers=providers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

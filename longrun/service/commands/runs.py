@@ -238,10 +238,10 @@ async def cmd_start(args: argparse.Namespace) -> int:
             say(run_id)
             print(f"started on task queue {queue!r} with model {model_label(spec.model)}; approvers: "
                   f"{', '.join(spec.approvers)}", file=sys.stderr)
-            if spec.model.startswith("anthropic:") and not cfg.anthropic_api_key:
-                print("note: ANTHROPIC_API_KEY is not set here; the workers need it", file=sys.stderr)
-            if spec.model.startswith("openai:") and not cfg.openai_api_key:
-                print("note: OPENAI_API_KEY is not set here; the workers need it", file=sys.stderr)
+            from longrun.providers.registry import start_notes
+
+            for note in start_notes(spec.model, os.environ):
+                print(f"note: {note}", file=sys.stderr)
             if spec.model.startswith("openai-compatible:"):
                 url = spec.base_url or f"the workers' LONGRUN_OPENAI_BASE_URL ({cfg.compatible_base_url or 'unset here'})"
                 window = f"{spec.context_window:,}" if spec.context_window else "32,768 (the default: --context-window)"
