@@ -238,11 +238,28 @@ def test_the_index_folds_its_oldest_lines_per_tool_and_stays_under_its_cap() -> 
     assert bounded[-20:] == lines[-20:], "the newest lines stay as they were"
     again_cut, again = index.bound(*index.parse(index.render(cut, bounded + lines[:120])), cap)
     assert index.cost(again_cut, again) <= cap
-    assert [ln.split()[2] for ln in again if ln.startswith("- (earlier) ")] == ["read_file", "run_command"], \
+    assert [ln.split()[2] for ln in again if ln.startswith("- (earlier) ")] == ["read_file"], \
         "a folded line parses back and folds further, still one per tool"
+    assert [ln for ln in again if "=> ok" in ln] == lines[400:], "a quoted short output (a fact) folds last"
     assert again_cut + _calls(again) == 540, "every call is counted once"
     tiny_cut, tiny = index.bound(0, lines, 200)
-    assert index.cost(tiny_cut, tiny) <= 200 and tiny_cut + _calls(tiny) == 420, "under a tiny cap the rest is cut, counted"
+    assert index.cost(tiny_cut, tiny) <= 200 * index.INLINE_FACTOR and tiny_cut + _calls(tiny) == 420, \
+        "under a tiny cap the rest is cut, counted"
+
+
+def test_quoted_short_outputs_fold_only_past_their_own_ceiling() -> None:
+    """Issue 25's tool-history questions: `- run_command X => 3 failed` is the answer itself, so
+    the index folds the lines that only name an artifact first, and a quoted one only when the
+    quoted lines alone pass INLINE_FACTOR times the cap (issue 26: still bounded)."""
+    named = [index.entry(f"{k:064x}", "read_file", f"src/m{k}.py") for k in range(60)]
+    quoted = [f"- run_command pytest -q tests/t{k}.py => {k} failed" for k in range(30)]
+    cap = 300
+    cut, bounded = index.bound(0, named + quoted, cap)
+    assert bounded[-30:] == quoted and index.cost(cut, bounded) > cap, "every answer kept, past the plain cap"
+    many = [f"- run_command pytest -q tests/t{k}.py => {k} failed" for k in range(400)]
+    cut, bounded = index.bound(0, many, cap)
+    assert index.cost(cut, bounded) <= cap * index.INLINE_FACTOR, "past its own ceiling a quoted line folds too"
+    assert bounded[-1] == many[-1] and cut + _calls(bounded) == 400, "the newest stay, every call counted"
 
 
 def test_a_long_run_keeps_its_summary_index_bounded() -> None:

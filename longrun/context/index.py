@@ -203,6 +203,8 @@ INDEX_SHARE = 0.1
 FOLD_TO = 0.5
 """Folding goes down to this share of the cap, so the next compactions append for a while before
 the index folds again (each fold rewrites the index's head, a cache rewrite)."""
+INLINE_FACTOR = 4
+"""Lines that quote a short output (facts) fold only past this many times the cap (`bound`)."""
 FOLD_HINT_CHARS = 320
 """The key inputs a folded line lists, newest first, at most this many characters."""
 
@@ -242,10 +244,15 @@ def _folded_line(tool: str, calls: int, hints: list[str]) -> str:
 def bound(cut: int, lines: list[str], max_tokens: int) -> tuple[int, list[str]]:
     """The index within `max_tokens`: when over it, its oldest lines fold into one line per tool
     (calls counted, key inputs listed newest first, each once) until it is at FOLD_TO of the cap;
-    when even the folded lines are over the cap, the oldest of them are cut, counted in the note."""
+    when even the folded lines are over the cap, the oldest of them are cut, counted in the note.
+
+    A line that quotes a short output (`=>`: an exit code, a value a command printed) is a fact,
+    which a folded line would lose: such lines fold only past INLINE_FACTOR times the cap (and then
+    oldest first, to FOLD_TO of that), after every line that only names an artifact has folded.
+    A long run's results are mostly artifacts, so its index stays near the cap; a run of short
+    answers keeps them (issue 25's tool-history questions)."""
     if cost(cut, lines) <= max_tokens:
         return cut, lines
-    goal = int(max_tokens * FOLD_TO)
     plain = [ln for ln in lines if not _FOLDED.match(ln)]
     tools: dict[str, tuple[int, list[str]]] = {}
     for ln in lines:
@@ -261,20 +268,32 @@ def bound(cut: int, lines: list[str], max_tokens: int) -> tuple[int, list[str]]:
         return sum(estimate_text(ln) + 1 for ln in ls)
 
     head = cost(cut + 1, [])  # the header and a cut note
-    rest = lines_cost(plain)  # of plain[k:]
-    k = 0
-    while k < len(plain) and head + lines_cost(render_folded()) + rest > goal:
-        tool, hint, calls, _ = _split(plain[k])
-        n, had = tools.get(tool, (0, []))
-        tools[tool] = (n + calls, ([hint] if hint else []) + [h for h in had if h != hint])
-        rest -= estimate_text(plain[k]) + 1
-        k += 1
+    rest = lines_cost(plain)  # of the plain lines not folded
+    gone: set[int] = set()
+
+    def fold_until(indexes: list[int], goal: int) -> None:
+        nonlocal rest
+        for i in indexes:
+            if head + lines_cost(render_folded()) + rest <= goal:
+                return
+            tool, hint, calls, _ = _split(plain[i])
+            n, had = tools.get(tool, (0, []))
+            tools[tool] = (n + calls, ([hint] if hint else []) + [h for h in had if h != hint])
+            rest -= estimate_text(plain[i]) + 1
+            gone.add(i)
+
+    inline = [i for i, ln in enumerate(plain) if _INLINE.match(ln)]
+    fold_until([i for i in range(len(plain)) if i not in set(inline)], int(max_tokens * FOLD_TO))
+    ceiling = max_tokens * INLINE_FACTOR if inline else max_tokens
+    if head + lines_cost(render_folded()) + rest > ceiling:
+        fold_until(inline, int(ceiling * FOLD_TO))
+    kept = [ln for i, ln in enumerate(plain) if i not in gone]
     folded = render_folded()
-    while folded and head + lines_cost(folded) + rest > max_tokens:
+    while folded and head + lines_cost(folded) + rest > ceiling:
         m = _FOLDED.match(folded[0])
         cut += int(m.group(2)) if m else 1
         folded = folded[1:]
-    return cut, folded + plain[k:]
+    return cut, folded + kept
 
 
 def references(section: str | None) -> list[dict[str, str]]:
