@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -71,10 +72,13 @@ def new_run_id() -> str:
 
 
 async def start_run(
-    client: Client, store: Store, spec: RunSpec, *, task_queue: str, run_id: str | None = None
+    client: Client, store: Store, spec: RunSpec, *, task_queue: str, run_id: str | None = None,
+    actor: str = "operator",
 ) -> str:
-    """Record the run in Postgres, then start its workflow (id = run id). Every approver must be
-    a registered principal with the approver role and an active key (`longrun approvers add`)."""
+    """Record the run in Postgres (its `run_started` event by `actor`), then start its workflow
+    (id = run id; a second start of the same id is refused by Temporal, even after the first
+    ended). Every approver must be a registered principal with the approver role and an active
+    key (`longrun approvers add`)."""
     workspace = Path(spec.workspace)
     if not workspace.is_dir():
         raise ConfigError(f"workspace {spec.workspace} does not exist or is not a directory; pass an existing folder")
@@ -83,11 +87,21 @@ async def start_run(
         raise ConfigError("cannot start the run: " + "; ".join(problems))
     run_id = run_id or new_run_id()
     message = opening_message(spec)
-    store.create_run(run_id, spec, opening=message, opening_token_estimate=estimate_message(message))
-    await client.start_workflow(
-        AgentRunWorkflow.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue
-    )
+    store.create_run(run_id, spec, actor=actor, opening=message, opening_token_estimate=estimate_message(message))
+    await launch(client, run_id, task_queue)
     return run_id
+
+
+async def launch(client: Client, run_id: str, task_queue: str) -> None:
+    """Start the workflow of the recorded run `run_id`. Temporal refuses a second start of the
+    same id, even after the first ended (`WorkflowAlreadyStartedError`), so no run runs twice.
+
+    Raises:
+        temporalio.exceptions.WorkflowAlreadyStartedError: it was started before."""
+    await client.start_workflow(
+        AgentRunWorkflow.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+    )
 
 
 def handle(client: Client, run_id: str) -> WorkflowHandle[Any, Any]:
@@ -292,7 +306,7 @@ async def run_status(client: Client | None, store: Store, run_id: str) -> tuple[
 
 
 __all__ = [
-    "WORKFLOW_NAME", "approve", "compact_now", "connect", "control", "new_run_id", "open_store", "opening_message",
+    "WORKFLOW_NAME", "approve", "compact_now", "connect", "control", "launch", "new_run_id", "open_store", "opening_message",
     "pending_from_audit", "probe_workflow", "query_status", "reject", "run_status", "say", "start_run", "status_from_records", "status_from_store",
     "usage_from_audit",
 ]

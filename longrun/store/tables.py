@@ -452,3 +452,7 @@ __all__ = [
 from longrun.store.tables_closed import ClosedItemRow  # noqa: E402  (the same metadata; kept apart for size)
 
 __all__ += ["ClosedItemRow"]
+
+from longrun.store.tables_requests import RunRequestRow  # noqa: E402  (the same metadata; kept apart for size)
+
+__all__ += ["RunRequestRow"]
