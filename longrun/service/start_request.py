@@ -122,7 +122,7 @@ def build_spec(req: StartRequest, settings: Settings, *, default_approver: str, 
     if req.in_place:
         extra["in_place"] = True
     else:
-        refuse_dirty_workspace(workspace, settings)
+        refuse_dirty_workspace(workspace, settings, flag)
     try:
         offered = [s.name for s in settings.mcp_servers] or None  # None: this machine cannot see the workers'
         names = Namespace(mcp=req.mcp, mcp_read_only=req.mcp_read_only, mcp_idempotent=req.mcp_idempotent,
@@ -141,7 +141,7 @@ def build_spec(req: StartRequest, settings: Settings, *, default_approver: str, 
         raise InvalidStart(f"invalid run: {problems}") from exc
 
 
-def refuse_dirty_workspace(workspace: Path, settings: Settings) -> None:
+def refuse_dirty_workspace(workspace: Path, settings: Settings, flag: Flag = field_name) -> None:
     """A git workspace with uncommitted changes is refused before anything is started (the
     worker's `open_change_set` refuses it too, audited, should it get dirty meanwhile).
 
@@ -153,8 +153,8 @@ def refuse_dirty_workspace(workspace: Path, settings: Settings) -> None:
     if dirty:
         listed = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
         raise DirtyWorkspace(f"the workspace {workspace} is a git repository with uncommitted changes ({listed}); a "
-                             "run works on a branch from HEAD, without them. Commit or stash them, or pass --in-place "
-                             "(in_place over HTTP) to edit the folder itself (nothing was started)")
+                             "run works on a branch from HEAD, without them. Commit or stash them, or pass "
+                             f"{flag('in_place')} to edit the folder itself (nothing was started)")
 
 
 __all__ = ["DirtyWorkspace", "InvalidStart", "StartRequest", "build_spec", "field_name", "refuse_dirty_workspace"]

@@ -167,7 +167,7 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
 def refuse_dirty_workspace(workspace: Path) -> None:
     """`start_request.refuse_dirty_workspace`, as a CLI error (exit 1)."""
     try:
-        start_request.refuse_dirty_workspace(workspace, settings())
+        start_request.refuse_dirty_workspace(workspace, settings(), flag)
     except DirtyWorkspace as exc:
         raise CliError(str(exc)) from exc
 
