@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from longrun.console.starts import request_sha256
+from longrun.service.start_request import StartRequest
 from longrun.store import Store
 from tests.support.cli_stack import OBJECTIVE, TEST_ARGV, Cli
 from tests.support.console_server import Console, add_console_users, serve
@@ -84,6 +86,26 @@ def test_an_operator_starts_a_run_and_a_retry_gets_the_same_run(cli: Cli, consol
     assert runs_with(cli, objective) == [run_id] and runs_with(cli, objective + " and more") == []
     assert cli.json("status", run_id)["status"] == "waiting_approval"  # the retries changed nothing
     assert cli("cancel", run_id).returncode == 0
+    while cli.json("status", run_id)["status"] != "cancelled":  # bounded by the test's timeout
+        time.sleep(0.5)
+    late = otto.post("/api/runs", json=body(workspace, objective), headers={"Idempotency-Key": key})
+    assert (late.status_code, late.json()["run_id"]) == (200, run_id)  # a retry after the end starts nothing
+    assert cli.json("status", run_id)["status"] == "cancelled" and runs_with(cli, objective) == [run_id]
+
+
+def test_a_retry_heals_a_console_that_died_between_the_claim_and_the_start(
+        cli: Cli, console: Console, workspace: Path, store: Store) -> None:
+    objective = f"{OBJECTIVE} ({uuid.uuid4().hex})"
+    key = str(uuid.uuid4())
+    payload = body(workspace, objective)
+    claimed = "run-" + uuid.uuid4().hex[:12]  # what a console that died right after its claim left behind
+    store.claim_run_request("otto", key, request_sha256(StartRequest(**payload)), claimed)
+    assert runs_with(cli, objective) == []
+    retry = console.session("otto").post("/api/runs", json=payload, headers={"Idempotency-Key": key})
+    assert (retry.status_code, retry.json()["run_id"]) == (200, claimed), retry.text
+    assert wait_for_human(cli, claimed)["status"] == "waiting_approval"
+    assert runs_with(cli, objective) == [claimed]
+    assert cli("cancel", claimed).returncode == 0
 
 
 def test_concurrent_requests_with_one_key_start_one_run(cli: Cli, console: Console, workspace: Path) -> None:
