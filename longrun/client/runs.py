@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 from temporalio.client import Client
+from temporalio.common import WorkflowIDReusePolicy
 
 from longrun.client import calls
 from longrun.context.opening import opening_message
@@ -25,10 +26,13 @@ def new_run_id() -> str:
 
 
 async def start_run(
-    client: Client, store: Store, spec: RunSpec, *, task_queue: str, run_id: str | None = None
+    client: Client, store: Store, spec: RunSpec, *, task_queue: str, run_id: str | None = None,
+    actor: str = "operator",
 ) -> str:
-    """Record the run in Postgres, then start its workflow (id = run id). Every approver must be
-    a registered principal with the approver role and an active key (`longrun approvers add`).
+    """Record the run in Postgres (its `run_started` event by `actor`), then start its workflow
+    (id = run id; a second start of the same id is refused by Temporal, even after the first
+    ended). Every approver must be a registered principal with the approver role and an active
+    key (`longrun approvers add`).
 
     Raises:
         ConfigError: the workspace is missing, or an approver cannot approve.
@@ -42,9 +46,21 @@ async def start_run(
         raise ConfigError("cannot start the run: " + "; ".join(problems))
     run_id = run_id or new_run_id()
     message = opening_message(spec)
-    store.create_run(run_id, spec, opening=message, opening_token_estimate=estimate_message(message))
-    await client.start_workflow(AgentRunWorkflow.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue)
+    store.create_run(run_id, spec, actor=actor, opening=message, opening_token_estimate=estimate_message(message))
+    await launch(client, run_id, task_queue)
     return run_id
+
+
+async def launch(client: Client, run_id: str, task_queue: str) -> None:
+    """Start the workflow of the recorded run `run_id`. Temporal refuses a second start of the
+    same id, even after the first ended (`WorkflowAlreadyStartedError`), so no run runs twice.
+
+    Raises:
+        temporalio.exceptions.WorkflowAlreadyStartedError: it was started before."""
+    await client.start_workflow(
+        AgentRunWorkflow.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+    )
 
 
 async def say(client: Client, store: Store, run_id: str, text: str, constraint: bool = False) -> str:

@@ -12,6 +12,7 @@ worker like any other (see `auth` for how signing in works). docs/API.md documen
 | `throttle` | sign-in limits, the key-derivation pool, the budget of audited refusals |
 | `body_limit` | the cap on request bodies (413) |
 | `api` | the JSON API |
+| `starts` | `POST /api/runs`: starting runs, idempotent by key |
 | `pages` | the server-rendered pages |
 | `views` | what the pages and the API show, from PostgreSQL |
 | `feeds` | the live feeds behind server-sent events |

@@ -17,7 +17,7 @@ How a person signs in (docs/API.md, "Authentication"):
    verified by the worker exactly like a CLI decision; the audit keeps the record and signature.
 
 Roles: any role may read (`viewer` reads only); `approver` decides approvals (and must be one of
-the run's approvers); `operator` pauses, resumes, cancels and steers. Every mutating request needs
+the run's approvers); `operator` starts runs, pauses, resumes, cancels and steers. Every mutating request needs
 the CSRF token (`X-CSRF-Token`, or the form field `csrf`), which is derived from the session token
 and served in each page; a request whose Origin is another site is refused as well.
 """

@@ -15,7 +15,7 @@ from temporalio.client import Client
 from longrun.client.calls import Control, query_status, record_refusal
 from longrun.client.calls import control as _control
 from longrun.client.connection import HINT_UP, connect_temporal, open_database
-from longrun.client.runs import new_run_id, say, start_run
+from longrun.client.runs import launch, new_run_id, say, start_run
 from longrun.client.status import (
     pending_from_audit,
     probe_workflow,
@@ -60,7 +60,7 @@ async def compact_now(client: Client, run_id: str) -> str:
 
 
 __all__ = [
-    "HINT_UP", "approve", "compact_now", "connect", "control", "new_run_id", "open_store", "pending_from_audit",
+    "HINT_UP", "approve", "compact_now", "connect", "control", "launch", "new_run_id", "open_store", "pending_from_audit",
     "probe_workflow", "query_status", "record_refusal", "reject", "run_status", "say", "start_run",
     "status_from_records", "status_from_store", "usage_from_audit",
 ]

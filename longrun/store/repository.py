@@ -44,6 +44,7 @@ from longrun.store.core import (
 )
 from longrun.store.instructions import InstructionsMixin
 from longrun.store.principals import PrincipalsMixin
+from longrun.store.run_requests import RunRequestsMixin
 from longrun.store.run_tools import RunToolsMixin
 from longrun.store.runs import RunsMixin
 from longrun.store.state import StateMixin
@@ -51,7 +52,7 @@ from longrun.store.verify import VerifyMixin
 
 
 class Store(RunsMixin, StateMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
-            VerifyMixin, RunToolsMixin):
+            VerifyMixin, RunToolsMixin, RunRequestsMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

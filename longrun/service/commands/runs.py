@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,9 @@ from longrun.errors import StoreError
 from longrun.mcp import cli as mcp_cli
 from longrun.models.audit import ModelCalled, ToolRan
 from longrun.models.run import RunStatus, RunStatusView
-from longrun.models.spec import ContextPolicy, RunSpec
+from longrun.models.spec import RunSpec
 from longrun.models.state import Scope, utcnow
-from longrun.service import render
+from longrun.service import render, start_request
 from longrun.service.commands.common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -36,12 +35,12 @@ from longrun.service.commands.common import (
     usage_error,
 )
 from longrun.service.commands.watch import Watcher, answer_commands, describe_pending
+from longrun.service.start_request import DirtyWorkspace, InvalidStart, StartRequest
 from longrun.store import Store
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.sandbox import SANDBOX_MODES
 from longrun.views_common import context_limits, describe_compaction
 from longrun.webhooks.config import url_variable
-from longrun.workspace.changeset import dirty_files, is_git_workspace
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -133,89 +132,45 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 # ------------------------------------------------------------------------------------ start
 
 
+CLI_FLAGS = {"constraints": "--constraint", "approvers": "--approver", "allow_commands": "--allow-command",
+             "webhooks": "--webhook"}
+
+
+def flag(field: str) -> str:
+    """How the command line spells a `StartRequest` field."""
+    return CLI_FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
 def build_spec(args: argparse.Namespace) -> RunSpec:
-    """The run spec from the command line; a usage error (exit 2, nothing written) when invalid."""
-    workspace = Path(args.workspace).expanduser()
-    if not workspace.is_dir():
-        raise usage_error(
-            f"workspace {args.workspace} does not exist or is not a directory; pass an existing folder "
-            "(nothing was started)"
-        )
-    commands = []
-    for raw in args.allow_command:
-        try:
-            argv = shlex.split(raw)
-        except ValueError as exc:
-            raise usage_error(f"--allow-command {raw!r}: {exc}") from exc
-        if not argv:
-            raise usage_error("--allow-command needs a command, e.g. --allow-command 'python -m pytest -q'")
-        commands.append(argv)
-    context: dict[str, Any] = {}
-    if args.budget is not None:
-        context["budget"] = args.budget
-    if args.trigger is not None:
-        context["trigger"] = args.trigger
-    if args.summary_model is not None:
-        context["summary_model"] = args.summary_model
-    if args.context_mode is not None:
-        context["mode"] = args.context_mode
-    if args.provider_compaction:
-        if args.context_mode not in ("provider", "hybrid"):
-            raise usage_error("--provider-compaction needs --context-mode provider or hybrid")
-        context["provider_compaction"] = True
-    extra: dict[str, Any] = {}
-    model = args.model or settings().default_model
-    if (args.base_url is not None or args.context_window is not None) and not model.startswith("openai-compatible:"):
-        raise usage_error(f"--base-url and --context-window are for openai-compatible:MODEL runs, not {model!r} "
-                          "(nothing was started)")
-    if args.base_url is not None:
-        extra["base_url"] = args.base_url
-    if args.context_window is not None:
-        extra["context_window"] = args.context_window
-    if args.approval_ttl:
-        try:
-            extra["approval_ttl_seconds"] = render.parse_duration(args.approval_ttl)
-        except ValueError as exc:
-            raise usage_error(f"--approval-ttl: {exc}") from exc
-    if args.max_turns is not None:
-        extra["caps"] = {"max_turns": args.max_turns}
-    if args.sandbox:
-        extra["sandbox"] = args.sandbox
-    if args.allow_network:
-        extra["allow_network"] = True
-    if args.webhook:
-        extra["webhooks"] = args.webhook
-    if args.in_place:
-        extra["in_place"] = True
-    else:
-        refuse_dirty_workspace(workspace)
+    """The run spec from the command line (`start_request.build_spec`, the rules the console's
+    `POST /api/runs` follows too); a usage error (exit 2, nothing written) when invalid."""
+    fields = {"objective": args.objective, "workspace": args.workspace, "constraints": args.constraint,
+              "approvers": args.approver, "allow_commands": args.allow_command, "webhooks": args.webhook,
+              **{name: getattr(args, name) for name in (
+                  "model", "base_url", "context_window", "budget", "trigger", "summary_model", "context_mode",
+                  "provider_compaction", "approval_ttl", "max_turns", "sandbox", "allow_network", "in_place", "mcp",
+                  "mcp_read_only", "mcp_idempotent")}}
     try:
-        offered = [s.name for s in settings().mcp_servers] or None  # None: this machine cannot see the workers'
-        extra["mcp_servers"] = mcp_cli.servers(args, offered)
+        mcp_cli.servers(args)  # the removed --mcp-env / --mcp-header flags: say where their setting went
+        req = StartRequest(**fields)
+        return start_request.build_spec(req, settings(), default_approver=getpass.getuser(), flag=flag)
+    except ValidationError as exc:
+        problems = "; ".join(f"{flag(str(e['loc'][0])) if e['loc'] else 'spec'}: {e['msg']}" for e in exc.errors())
+        raise usage_error(f"invalid run: {problems} (nothing was started)") from exc
     except ValueError as exc:
         raise usage_error(f"{exc} (nothing was started)") from exc
-    try:
-        return RunSpec(
-            objective=args.objective, constraints=args.constraint, workspace=str(workspace.resolve()),
-            approvers=args.approver or [getpass.getuser()], allowed_commands=commands,
-            model=model, context=ContextPolicy(**context), **extra,
-        )
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors())
-        raise usage_error(f"invalid run: {problems}") from exc
+    except DirtyWorkspace as exc:
+        raise CliError(str(exc)) from exc
+    except InvalidStart as exc:
+        raise usage_error(str(exc)) from exc
 
 
 def refuse_dirty_workspace(workspace: Path) -> None:
-    """A git workspace with uncommitted changes is refused before anything is started (the
-    worker's `open_change_set` refuses it too, audited, should it get dirty meanwhile)."""
-    if not is_git_workspace(workspace):
-        return
-    dirty = dirty_files(workspace, exclude=[settings().home])
-    if dirty:
-        listed = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
-        raise CliError(f"the workspace {workspace} is a git repository with uncommitted changes ({listed}); a run "
-                       "works on a branch from HEAD, without them. Commit or stash them, or pass --in-place to edit "
-                       "the folder itself (nothing was started)")
+    """`start_request.refuse_dirty_workspace`, as a CLI error (exit 1)."""
+    try:
+        start_request.refuse_dirty_workspace(workspace, settings(), flag)
+    except DirtyWorkspace as exc:
+        raise CliError(str(exc)) from exc
 
 
 async def cmd_start(args: argparse.Namespace) -> int:
