@@ -33,7 +33,7 @@ async def _until(what: str, check, timeout: float = 60.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 async def test_start_wait_approve_with_a_key_file_and_read_the_record(store, db_url, temporal_env, temporal_client,
                                                                      tmp_path):
     ws = greeting_workspace(tmp_path)
@@ -67,7 +67,7 @@ async def test_start_wait_approve_with_a_key_file_and_read_the_record(store, db_
             assert verified.decisions.checked >= 1
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 async def test_say_pause_resume_cancel_and_a_finished_run_refuses(store, db_url, temporal_env, temporal_client,
                                                                    tmp_path):
     ws = tmp_path / "ws"
