@@ -22,16 +22,26 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "samples" / "custom-tool"
 sys.path.insert(0, str(SAMPLE))
 
-from ticketbot.model import MODEL  # noqa: E402
+from ticketbot.model import TICKETBOT  # noqa: E402
 from ticketbot.start import release_notes  # noqa: E402
 from ticketbot.tools import TOOLS  # noqa: E402
-from ticketbot.worker import PROVIDERS  # noqa: E402
+
+PROVIDERS = {"ticketbot": TICKETBOT}
+MODEL = "ticketbot:policy-v1"
 
 pytestmark = pytest.mark.slow
 
 
 def key_file() -> str:
     return str(Path(os.environ["LONGRUN_KEYS_DIR"]) / "alice.pem")
+
+
+def point_settings_at(monkeypatch, temporal_env, db_url: str, task_queue: str) -> None:
+    """The sample's user code connects from the settings, as the CLI does: point them at the test's stack."""
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_env.client.service_client.config.target_host)
+    monkeypatch.setenv("LONGRUN_NAMESPACE", "default")
+    monkeypatch.setenv("LONGRUN_DATABASE_URL", db_url)
+    monkeypatch.setenv("LONGRUN_TASK_QUEUE", task_queue)
 
 
 async def connect(temporal_env, db_url: str, task_queue: str) -> longrun.Client:
@@ -50,21 +60,22 @@ def kinds_and_events(records: list[longrun.AuditRecord]) -> list[tuple[str, obje
     return [(r.kind, r.event) for r in records]
 
 
-async def run_sample(temporal_env, temporal_client, store, db_url, ws: Path, edit=None) -> tuple[str, longrun.Client]:
+async def run_sample(monkeypatch, temporal_env, temporal_client, store, db_url, ws: Path,
+                     edit=None) -> tuple[str, longrun.Client]:
     task_queue = f"sample-{uuid.uuid4().hex[:8]}"
+    point_settings_at(monkeypatch, temporal_env, db_url, task_queue)
     worker = longrun.build_worker(temporal_client, store, tools=TOOLS, providers=PROVIDERS, task_queue=task_queue,
                                   heartbeat_every=0.5)
     async with worker:
-        client = await connect(temporal_env, db_url, task_queue)
-        run_id = await asyncio.wait_for(release_notes(client, str(ws), "alice", key_file(), edit=edit), 120)
-    return run_id, client
+        run_id = await asyncio.wait_for(release_notes(str(ws), "alice", key_file(), edit=edit), 120)
+    return run_id, await connect(temporal_env, db_url, task_queue)
 
 
 @pytest.mark.timeout(180)
 async def test_the_sample_uses_its_tools_and_model_gets_a_scope_and_verifies(temporal_env, temporal_client, store,
-                                                                            db_url, tmp_path, capsys):
+                                                                            db_url, tmp_path, capsys, monkeypatch):
     ws = workspace(tmp_path)
-    run_id, client = await run_sample(temporal_env, temporal_client, store, db_url, ws)
+    run_id, client = await run_sample(monkeypatch, temporal_env, temporal_client, store, db_url, ws)
     async with client:
         status = await client.status(run_id)
         assert status.status == longrun.RunStatus.completed
@@ -86,15 +97,15 @@ async def test_the_sample_uses_its_tools_and_model_gets_a_scope_and_verifies(tem
     assert MODEL in str(started), "the run named the sample's own model"
     out = capsys.readouterr().out
     assert "+# T-1" in out, "the sample showed the diff of the declared content"
-    assert f"{run_id} completed verified" in out
+    assert f"{run_id} completed verified: True" in out
 
 
 @pytest.mark.timeout(180)
 async def test_an_edit_at_approval_is_what_the_effect_tool_writes(temporal_env, temporal_client, store, db_url,
-                                                                 tmp_path):
+                                                                 tmp_path, monkeypatch):
     ws = workspace(tmp_path)
     edited = "# T-1\n\nLogin works again (edited by alice).\n"
-    run_id, client = await run_sample(temporal_env, temporal_client, store, db_url, ws, edit={"text": edited})
+    run_id, client = await run_sample(monkeypatch, temporal_env, temporal_client, store, db_url, ws, edit={"text": edited})
     async with client:
         assert (await client.status(run_id)).status == longrun.RunStatus.completed
         assert (await client.verify(run_id)).ok
@@ -120,16 +131,17 @@ async def wait_until(predicate, timeout: float, what: str) -> None:
 
 @pytest.mark.timeout(240)
 async def test_the_effect_tool_survives_kill_9_mid_effect_with_exactly_one_write(temporal_env, store, db_url,
-                                                                                tmp_path):
+                                                                                tmp_path, monkeypatch):
     ws = workspace(tmp_path)
     count, marker = tmp_path / "writes.txt", tmp_path / "marker.txt"
     task_queue = f"sample-crash-{uuid.uuid4().hex[:8]}"
     address = temporal_env.client.service_client.config.target_host
+    point_settings_at(monkeypatch, temporal_env, db_url, task_queue)
     first = spawn(db_url, address, task_queue, count, marker, 60.0, tmp_path / "worker1.log")
     second = None
     try:
         async with await connect(temporal_env, db_url, task_queue) as client:
-            user = asyncio.create_task(release_notes(client, str(ws), "alice", key_file()))
+            user = asyncio.create_task(release_notes(str(ws), "alice", key_file()))
             await wait_until(lambda: marker.exists() or user.done(), 90, "the first write to happen")
             assert not user.done(), "the run must still be in the middle of its first write"
             assert (ws / "notes/T-1.md").is_file(), "the write reached its target before the kill"

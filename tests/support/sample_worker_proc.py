@@ -29,8 +29,8 @@ from longrun.tools import Tool, ToolContext, ToolOutcome
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "custom-tool"
 sys.path.insert(0, str(SAMPLE))
 
+from ticketbot.model import TICKETBOT  # noqa: E402
 from ticketbot.tools import TOOLS, write_notes  # noqa: E402
-from ticketbot.worker import PROVIDERS  # noqa: E402
 
 
 def counted(tool: Tool, count_file: Path, marker_file: Path, pause: float) -> Tool:
@@ -54,7 +54,7 @@ def counted(tool: Tool, count_file: Path, marker_file: Path, pause: float) -> To
 async def main(db_url: str, address: str, task_queue: str, count_file: str, marker_file: str, pause: str) -> None:
     tools = [counted(t, Path(count_file), Path(marker_file), float(pause)) if t is write_notes else t for t in TOOLS]
     client = await Client.connect(address, data_converter=pydantic_data_converter)
-    worker = longrun.build_worker(client, Store.from_url(db_url), tools=tools, providers=PROVIDERS,
+    worker = longrun.build_worker(client, Store.from_url(db_url), tools=tools, providers={"ticketbot": TICKETBOT},
                                   task_queue=task_queue, heartbeat_every=0.5)
     print("worker ready", flush=True)
     await worker.run()

@@ -1,15 +1,11 @@
-"""A worker with ticketbot's tools and model: `python -m ticketbot.worker` (from samples/custom-tool).
-It connects from the settings the CLI reads (LONGRUN_DATABASE_URL, TEMPORAL_ADDRESS,
-LONGRUN_TASK_QUEUE, or the stack `longrun dev up` started) and runs until SIGINT/SIGTERM;
-`run_worker` is `build_worker(client, store, tools=..., providers=...)` run in the foreground."""
+"""A worker with ticketbot's tools and model, from the settings the CLI reads (LONGRUN_DATABASE_URL,
+TEMPORAL_ADDRESS, LONGRUN_TASK_QUEUE, or `longrun dev up`'s stack): `python -m ticketbot.worker`.
+`run_worker` runs `build_worker(client, store, tools=..., providers=...)` until SIGINT/SIGTERM."""
 
 import asyncio
 
 import longrun
-from ticketbot.model import TICKETBOT
-from ticketbot.tools import TOOLS
-
-PROVIDERS = {"ticketbot": TICKETBOT}
+from ticketbot import model, tools
 
 if __name__ == "__main__":
-    asyncio.run(longrun.run_worker(tools=TOOLS, providers=PROVIDERS))
+    asyncio.run(longrun.run_worker(tools=tools.TOOLS, providers={"ticketbot": model.TICKETBOT}))
