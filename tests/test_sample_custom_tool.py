@@ -167,3 +167,44 @@ async def test_the_effect_tool_survives_kill_9_mid_effect_with_exactly_one_write
     ], "the sample's reconcile decided the first write happened; the second ran normally"
     intents = [getattr(e, "attempt", 0) for k, e in kinds_and_events(records) if k == "effect_intent"]
     assert 2 in intents, "the first write was retried on the new worker, and reconciled instead of written again"
+
+
+def _code_lines(source: str) -> int:
+    """Lines that are not blank, a comment or a docstring (imports count)."""
+    import ast
+    import io
+    import tokenize
+
+    docstrings: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in skip:
+            lines.update(n for n in range(tok.start[0], tok.end[0] + 1) if n not in docstrings)
+    return len(lines)
+
+
+def test_the_guide_shows_the_sample_as_it_is_in_under_60_lines() -> None:
+    guide = (REPO / "docs" / "LIBRARY.md").read_text()
+    end_to_end = guide[guide.index("## End to end"):]
+    total = 0
+    for name in ("tools.py", "model.py", "worker.py", "start.py"):
+        source = (SAMPLE / "ticketbot" / name).read_text()
+        assert f"```python\n# ticketbot/{name}\n{source}```" in end_to_end, f"docs/LIBRARY.md's {name} is not the sample's"
+        total += _code_lines(source)
+    assert total < 60, f"the sample is {total} lines of code; the guide promises under 60"
+    assert f"**{total} lines of code**" in end_to_end, "the guide states the count it shows"
+
+
+def test_the_sample_names_only_public_modules() -> None:
+    allowed = {"longrun", "longrun.tools", "longrun.providers"}
+    for path in (SAMPLE / "ticketbot").glob("*.py"):
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if words[:1] in (["import"], ["from"]) and words[1].startswith("longrun"):
+                assert words[1] in allowed, f"{path.name} imports {words[1]}, which is not a public module"
