@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from longrun.models.spec import RunSpec
     from longrun.service.approval_view import ApprovalView
     from longrun.service.settings import Settings
+    from longrun.service.worker import build_worker, run_worker
     from longrun.store import AuditRecord
     from longrun.tools import Tool, tool
 
@@ -42,6 +43,7 @@ _WHERE = {
     "RunSpec": "longrun.models.spec",
     "ApprovalView": "longrun.service.approval_view",
     "Settings": "longrun.service.settings",
+    "build_worker": "longrun.service.worker", "run_worker": "longrun.service.worker",
     "AuditRecord": "longrun.store",
     "Tool": "longrun.tools", "tool": "longrun.tools",
 }
@@ -49,7 +51,8 @@ _WHERE = {
 __all__ = [
     "ApprovalError", "ApprovalView", "Approver", "AuditRecord", "Client", "ConfigError", "LongrunError",
     "PendingApproval", "RunNotFoundError", "RunSpec", "RunStatus", "RunStatusView", "RunUsage", "Settings", "Signer",
-    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "tool",
+    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "build_worker",
+    "run_worker", "tool",
 ]
 
 

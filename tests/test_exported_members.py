@@ -8,7 +8,8 @@ import longrun
 PUBLIC = [
     "ApprovalError", "ApprovalView", "Approver", "AuditRecord", "Client", "ConfigError", "LongrunError",
     "PendingApproval", "RunNotFoundError", "RunSpec", "RunStatus", "RunStatusView", "RunUsage", "Settings", "Signer",
-    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "tool",
+    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "build_worker",
+    "run_worker", "tool",
 ]
 
 

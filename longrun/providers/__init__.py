@@ -20,6 +20,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
+    from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse, Usage
     from longrun.providers.anthropic_provider import AnthropicProvider, map_api_error, to_api_messages
     from longrun.providers.base import Provider, get_provider
     from longrun.providers.models_table import ANTHROPIC_MODELS, model_info
@@ -28,6 +30,15 @@ if TYPE_CHECKING:
     from longrun.providers.summarizer import ModelSummarizer
 
 _WHERE = {
+    # what a provider of your own reads and answers (docs/LIBRARY.md, Custom models)
+    "Message": "longrun.models.blocks",
+    "ModelInfo": "longrun.models.provider",
+    "ModelRequest": "longrun.models.provider",
+    "ModelResponse": "longrun.models.provider",
+    "TextBlock": "longrun.models.blocks",
+    "ToolResultBlock": "longrun.models.blocks",
+    "ToolUseBlock": "longrun.models.blocks",
+    "Usage": "longrun.models.provider",
     "ANTHROPIC_MODELS": "longrun.providers.models_table",
     "AnthropicProvider": "longrun.providers.anthropic_provider",
     "ModelProvider": "longrun.providers.registry",
@@ -45,12 +56,20 @@ _WHERE = {
 __all__ = [
     "ANTHROPIC_MODELS",
     "AnthropicProvider",
+    "Message",
+    "ModelInfo",
     "ModelProvider",
+    "ModelRequest",
+    "ModelResponse",
     "ModelSummarizer",
     "Provider",
     "ProviderConfig",
     "ProviderRegistry",
     "ScriptedProvider",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "Usage",
     "get_provider",
     "map_api_error",
     "model_info",

@@ -26,6 +26,7 @@ Custom tools come from typed functions (`functions.tool`), are added by the work
 and each run is held to the tools recorded at its start (`recorded`).
 """
 
+from longrun.errors import ToolError
 from longrun.tools.artifacts import READ_ARTIFACT
 from longrun.tools.base import (
     ArtifactReader,
@@ -71,6 +72,7 @@ __all__ = [
     "ReconcileStatus",
     "Tool",
     "ToolContext",
+    "ToolError",
     "ToolKind",
     "ToolOutcome",
     "ToolRegistry",
