@@ -188,14 +188,16 @@ class ActivityBase(ScopedAccess):
 
         Raises:
             StaleStateError: the head moved past `version`; nothing was written."""
-        return self.note_state(self.store.update_state(run_id, version, mutate, actor, reason))
+        return self.note_state(self.store.update_state(run_id, version, mutate, actor, reason,
+                                                       head=self.known_head(run_id)))
 
     def reapply_on_head(
         self, run_id: str, mutate: Callable[[TaskState], TaskState], actor: str, reason: str
     ) -> TaskState:
         """Compare-and-set on the current head, re-applied on a lost race (see
         `Store.reapply_on_head`: only for changes that do not depend on what the state said)."""
-        return self.note_state(self.store.reapply_on_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS))
+        return self.note_state(self.store.reapply_on_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS,
+                                                          head=self.known_head(run_id)))
 
     def items(self, entries: list[TranscriptRecord]) -> list[TranscriptItem]:
         return [TranscriptItem(seq=e.seq, message=e.message) for e in entries]

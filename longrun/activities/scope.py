@@ -56,6 +56,14 @@ class ScopeSlot(threading.local):
     scope: CallScope | None = None
 
 
+def _calibration(data: dict[str, Any]) -> Calibration:
+    """The stored calibration, or a fresh one when it does not parse (it is only an estimate)."""
+    try:
+        return Calibration.model_validate(data)
+    except ValueError:
+        return Calibration()
+
+
 class ScopedAccess:
     """The reads and writes activities make through the current call's scope (see the module
     docstring). Outside a scope every read goes to the store and every audit event is appended
@@ -90,6 +98,27 @@ class ScopedAccess:
         state = self.store.load_state(run_id)
         self.note_state(state)
         return state
+
+    def read_turn(self, run_id: str) -> TaskState:
+        """The head state, the calibration and the newest transcript entry, in one read, kept in
+        the call's scope for the steps of a turn that use them (outside a scope: the head only)."""
+        scope = self._slot.scope
+        if scope is None:
+            return self.head(run_id)
+        if run_id in scope.states and run_id in scope.calibrations and run_id in scope.last:
+            return scope.states[run_id]
+        read = self.store.load_turn_head(run_id)
+        scope.states[run_id] = read.state
+        scope.calibrations[run_id] = _calibration(read.calibration)
+        scope.last[run_id] = None if read.last_entry is None else LastEntry(*read.last_entry)
+        return read.state
+
+    def known_head(self, run_id: str) -> TaskState | None:
+        """The head this call already read or wrote (None outside a scope or before any read): what
+        a write applies its change to without reading the state again (its compare-and-set
+        still decides whether it is the head)."""
+        scope = self._slot.scope
+        return None if scope is None else scope.states.get(run_id)
 
     def fresh_head(self, run_id: str) -> TaskState:
         """The head as Postgres has it now (after a lost compare-and-set, the scope's copy is old)."""
@@ -137,11 +166,7 @@ class ScopedAccess:
         scope = self._slot.scope
         if scope is not None and run_id in scope.calibrations:
             return scope.calibrations[run_id]
-        data = self.store.get_calibration(run_id) or {}
-        try:
-            calibration = Calibration.model_validate(data)
-        except ValueError:
-            calibration = Calibration()
+        calibration = _calibration(self.store.get_calibration(run_id) or {})
         if scope is not None:
             scope.calibrations[run_id] = calibration
         return calibration
@@ -164,11 +189,16 @@ class ScopedAccess:
         return last
 
     def append_transcript(self, run_id: str, message: Message, *, token_estimate: int,
-                          usage: Usage | None = None, turn: int | None = None) -> int:
-        seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn)
+                          usage: Usage | None = None, turn: int | None = None,
+                          calibration: Calibration | None = None) -> int:
+        """Append to the transcript; with `calibration`, save it in the same statement."""
+        seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn,
+                                           calibration=None if calibration is None else calibration.model_dump())
         scope = self._slot.scope
         if scope is not None:
             scope.last[run_id] = LastEntry(seq, message.role, turn)
+            if calibration is not None:
+                scope.calibrations[run_id] = calibration
         return seq
 
     def tool_call(self, run_id: str, call: ToolCallRef) -> tuple[str, dict[str, Any]]:

@@ -30,6 +30,7 @@ save a round trip when right and cannot chain a row wrongly when wrong.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -370,6 +371,22 @@ class StoreCore:
     def _require_run(session: Session, run_id: str) -> None:
         if session.scalar(select(RunRow.run_id).where(RunRow.run_id == run_id)) is None:
             raise RunNotFoundError(run_id)
+
+
+def calibration_json(data: Any) -> str:
+    """The run's calibration data as the JSON text stored on `runs`.
+
+    Raises:
+        InvalidInputError: not a JSON object, not serializable, or over `MAX_CALIBRATION_BYTES`."""
+    if not isinstance(data, Mapping):
+        raise InvalidInputError(f"calibration: expected a JSON object, got {type(data).__name__}")
+    try:
+        text = json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"calibration: not JSON-serializable: {exc}") from exc
+    if len(text) > MAX_CALIBRATION_BYTES:
+        raise InvalidInputError(f"calibration: {len(text):,} bytes is over the limit of {MAX_CALIBRATION_BYTES:,}")
+    return text
 
 
 def fetch(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> list[Any]:

@@ -21,6 +21,7 @@ State v1 is not written here: `create_run` writes it with the run (see `longrun.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -96,6 +97,29 @@ _LOAD_SQL = (
     "WHERE t.run_id = %(run_id)s"
 )
 
+_TURN_SQL = """
+SELECT t.state, t.state_version, r.state_head, r.calibration, r.transcript_count, r.transcript_head,
+       e.seq, e.role, e.turn
+FROM task_states t JOIN runs r ON r.run_id = t.run_id
+LEFT JOIN LATERAL (
+    SELECT x.seq, x.role, x.turn FROM transcript_entries x WHERE x.run_id = r.run_id ORDER BY x.seq DESC LIMIT 1
+) e ON true
+WHERE t.run_id = %(run_id)s
+"""
+"""What a turn starts from, in one statement and one snapshot: the head state and its chain hash,
+the calibration, and the newest transcript entry's seq, role and turn (with the transcript's head)."""
+
+
+@dataclass(frozen=True)
+class TurnHead:
+    """What `load_turn_head` read: the head state, the run's calibration data (a JSON object,
+    empty until first set) and the newest transcript entry as (seq, role, turn), None when the
+    transcript is empty."""
+
+    state: TaskState
+    calibration: dict[str, Any]
+    last_entry: tuple[int, str, int | None] | None
+
 
 class StateMixin(StoreCore):
     """The head state and its history; every change is a compare-and-set."""
@@ -125,6 +149,26 @@ class StateMixin(StoreCore):
             return state
 
         return self._autocommit("load_state", tx)
+
+    def load_turn_head(self, run_id: str) -> TurnHead:
+        """The head state, the calibration and the newest transcript entry, in one statement (what
+        an agent's turn reads before it commits, reconciles and calls the model).
+
+        Raises:
+            RunNotFoundError: no run has this id.
+        """
+
+        def read(c: psycopg.Connection) -> TurnHead:
+            row = c.execute(_TURN_SQL, {"run_id": run_id}).fetchone()
+            if row is None:
+                raise RunNotFoundError(run_id)
+            data, version, digest, calibration, t_count, t_head, seq, role, turn = row
+            state = self._parse_state(run_id, data, "head state")
+            self._remember_head(run_id, version, digest)
+            self._remember_head(run_id, t_count, t_head, "transcript", newer_only=True)
+            return TurnHead(state, dict(calibration or {}), None if seq is None else (seq, role, turn))
+
+        return self._autocommit("load_turn_head", read)
 
     def head_version(self, run_id: str) -> int:
         """The head `state_version` of a run (cheaper than `load_state`; one statement, which also
@@ -220,10 +264,15 @@ class StateMixin(StoreCore):
         mutate: Callable[[TaskState], TaskState | None],
         actor: str,
         reason: str,
+        *,
+        head: TaskState | None = None,
     ) -> TaskState:
         """Load the head, apply `mutate` to a copy, compare-and-set it.
 
-        `mutate` may return the new state or change the copy in place and return None.
+        `mutate` may return the new state or change the copy in place and return None. `head` is
+        the state the caller already holds (read or written by it): when it is version
+        `expected_version` it is used instead of loading the head again (a version is one state:
+        the compare-and-set still decides whether it is the head).
 
         Returns:
             The stored new state (version `expected_version + 1`).
@@ -231,7 +280,8 @@ class StateMixin(StoreCore):
         Raises:
             StaleStateError: the head is not `expected_version` (before or during the write).
         """
-        head = self.load_state(run_id)
+        if head is None or head.run_id != run_id or head.state_version != expected_version:
+            head = self.load_state(run_id)
         if head.state_version != expected_version:
             raise StaleStateError(run_id, expected_version, head.state_version)
         draft = head.model_copy(deep=True)
@@ -246,9 +296,12 @@ class StateMixin(StoreCore):
         reason: str,
         *,
         attempts: int = 8,
+        head: TaskState | None = None,
     ) -> TaskState:
         """Apply `mutate` to whatever the head is, compare-and-set, and on a lost race reload and
-        apply it again (up to `attempts` times).
+        apply it again (up to `attempts` times). The first attempt applies it to `head` when
+        given (the state the caller holds: no read; a head that moved meanwhile loses the
+        compare-and-set like any lost race, and the next attempt reloads).
 
         Only for writers whose change must land on top of whatever moved meanwhile, because it
         does not depend on what the state said: a human's approval or instruction, the workflow
@@ -262,8 +315,9 @@ class StateMixin(StoreCore):
             StaleStateError: every attempt lost its race.
         """
         last: StaleStateError | None = None
+        known = head if head is not None and head.run_id == run_id else None
         for _ in range(max(1, attempts)):
-            head = self.load_state(run_id)
+            head, known = known or self.load_state(run_id), None
             draft = head.model_copy(deep=True)
             result = mutate(draft)
             try:
