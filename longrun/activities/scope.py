@@ -28,7 +28,7 @@ from longrun.models.blocks import Message, ToolUseBlock
 from longrun.models.io import ToolCallRef
 from longrun.models.provider import Usage
 from longrun.models.state import Approval, Effect, Scope, TaskState
-from longrun.store import Store
+from longrun.store import Store, TranscriptRecord
 
 
 @dataclass(frozen=True)
@@ -212,9 +212,30 @@ class ScopedAccess:
             name, arguments = scope.tool_calls[key]
             return name, dict(arguments)
         entries = self.store.transcript(run_id, after_seq=call.seq - 1, through_seq=call.seq)
-        if not entries:
+        return self._call_in(run_id, call, entries[0] if entries else None)
+
+    def read_call(self, run_id: str, call: ToolCallRef) -> TaskState:
+        """The head state and the call's tool name and arguments, in one read, kept in the
+        call's scope (what a tool step, the gate, an intent and a tool run start from). A scope
+        that holds the head already reads only the call, as `tool_call` does."""
+        scope = self._slot.scope
+        if scope is None or run_id in scope.states:
+            return self.head(run_id)
+        state, entry = self.store.load_call_head(run_id, call.seq)
+        self.note_state(state)
+        if (run_id, call.seq, call.call_id) not in scope.tool_calls:
+            with contextlib.suppress(InvalidToolCall):  # raised by `tool_call`, where the call is used
+                self._call_in(run_id, call, entry)
+        return state
+
+    def _call_in(self, run_id: str, call: ToolCallRef, entry: TranscriptRecord | None) -> tuple[str, dict[str, Any]]:
+        """The call's tool name and arguments as `entry` (transcript entry `call.seq`) holds them,
+        or as its approver edited them; kept in the scope."""
+        scope = self._slot.scope
+        key = (run_id, call.seq, call.call_id)
+        if entry is None:
             raise InvalidToolCall(f"transcript entry {call.seq} of run {run_id} is missing")
-        for block in entries[0].message.content:
+        for block in entry.message.content:
             if isinstance(block, ToolUseBlock) and block.id == call.call_id:
                 edited = self.edited_call(run_id, call.seq, call.call_id)
                 arguments = dict(edited[1]) if edited is not None else dict(block.input)

@@ -21,7 +21,6 @@ State v1 is not written here: `create_run` writes it with the run (see `longrun.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -97,30 +96,6 @@ _LOAD_SQL = (
     "WHERE t.run_id = %(run_id)s"
 )
 
-_TURN_SQL = """
-SELECT t.state, t.state_version, r.state_head, r.calibration, r.transcript_count, r.transcript_head,
-       e.seq, e.role, e.turn
-FROM task_states t JOIN runs r ON r.run_id = t.run_id
-LEFT JOIN LATERAL (
-    SELECT x.seq, x.role, x.turn FROM transcript_entries x WHERE x.run_id = r.run_id ORDER BY x.seq DESC LIMIT 1
-) e ON true
-WHERE t.run_id = %(run_id)s
-"""
-"""What a turn starts from, in one statement and one snapshot: the head state and its chain hash,
-the calibration, and the newest transcript entry's seq, role and turn (with the transcript's head)."""
-
-
-@dataclass(frozen=True)
-class TurnHead:
-    """What `load_turn_head` read: the head state, the run's calibration data (a JSON object,
-    empty until first set) and the newest transcript entry as (seq, role, turn), None when the
-    transcript is empty."""
-
-    state: TaskState
-    calibration: dict[str, Any]
-    last_entry: tuple[int, str, int | None] | None
-
-
 class StateMixin(StoreCore):
     """The head state and its history; every change is a compare-and-set."""
 
@@ -149,26 +124,6 @@ class StateMixin(StoreCore):
             return state
 
         return self._autocommit("load_state", tx)
-
-    def load_turn_head(self, run_id: str) -> TurnHead:
-        """The head state, the calibration and the newest transcript entry, in one statement (what
-        an agent's turn reads before it commits, reconciles and calls the model).
-
-        Raises:
-            RunNotFoundError: no run has this id.
-        """
-
-        def read(c: psycopg.Connection) -> TurnHead:
-            row = c.execute(_TURN_SQL, {"run_id": run_id}).fetchone()
-            if row is None:
-                raise RunNotFoundError(run_id)
-            data, version, digest, calibration, t_count, t_head, seq, role, turn = row
-            state = self._parse_state(run_id, data, "head state")
-            self._remember_head(run_id, version, digest)
-            self._remember_head(run_id, t_count, t_head, "transcript", newer_only=True)
-            return TurnHead(state, dict(calibration or {}), None if seq is None else (seq, role, turn))
-
-        return self._autocommit("load_turn_head", read)
 
     def head_version(self, run_id: str) -> int:
         """The head `state_version` of a run (cheaper than `load_state`; one statement, which also
