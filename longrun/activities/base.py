@@ -211,7 +211,7 @@ class ActivityBase(ScopedAccess):
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.provider_key())
         state = self.head(run_id)
-        projection = self.store.latest_projection(run_id)
+        projection = self.latest_projection(run_id)
         after = projection.covers_through_seq if projection else 0
         entries = self.store.transcript(run_id, after_seq=after)
         request = render_request(

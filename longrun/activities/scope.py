@@ -25,6 +25,7 @@ from longrun.context import Calibration
 from longrun.errors import InvalidToolCall
 from longrun.models.audit import AuditEvent
 from longrun.models.blocks import Message, ToolUseBlock
+from longrun.models.context import Projection
 from longrun.models.io import ToolCallRef
 from longrun.models.provider import Usage
 from longrun.models.state import Approval, Effect, Scope, TaskState
@@ -46,6 +47,8 @@ class CallScope:
     calibrations: dict[str, Calibration] = field(default_factory=dict)
     last: dict[str, LastEntry | None] = field(default_factory=dict)
     tool_calls: dict[tuple[str, int, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    projections: dict[str, Projection | None] = field(default_factory=dict)
+    """Filled only by a turn's first read: a compaction (its own activity) saves a new one."""
     audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
     """(run id, event, actor), in the order they happened."""
 
@@ -100,8 +103,9 @@ class ScopedAccess:
         return state
 
     def read_turn(self, run_id: str) -> TaskState:
-        """The head state, the calibration and the newest transcript entry, in one read, kept in
-        the call's scope for the steps of a turn that use them (outside a scope: the head only)."""
+        """The head state, the calibration, the newest transcript entry and the newest projection,
+        in one read, kept in the call's scope for the steps of a turn that use them (outside a
+        scope: the head only)."""
         scope = self._slot.scope
         if scope is None:
             return self.head(run_id)
@@ -111,7 +115,15 @@ class ScopedAccess:
         scope.states[run_id] = read.state
         scope.calibrations[run_id] = _calibration(read.calibration)
         scope.last[run_id] = None if read.last_entry is None else LastEntry(*read.last_entry)
+        scope.projections[run_id] = read.projection
         return read.state
+
+    def latest_projection(self, run_id: str) -> Projection | None:
+        """The newest projection: as the turn's first read found it, else from the store."""
+        scope = self._slot.scope
+        if scope is not None and run_id in scope.projections:
+            return scope.projections[run_id]
+        return self.store.latest_projection(run_id)
 
     def known_head(self, run_id: str) -> TaskState | None:
         """The head this call already read or wrote (None outside a scope or before any read): what

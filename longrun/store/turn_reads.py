@@ -1,9 +1,9 @@
 """The reads an activity starts from, each one statement: what a turn needs (the head state, the
-calibration, the newest transcript entry) and what a tool call needs (the head state and the
+calibration, the newest transcript entry, the newest projection) and what a tool call needs (the head state and the
 transcript entry holding the call).
 
 Each replaces two or three single-row reads of the same run (`load_state`, `get_calibration`,
-`last_transcript_entry`, `transcript(after_seq=seq - 1, through_seq=seq)`) by one, read in one
+`last_transcript_entry`, `latest_projection`, `transcript(after_seq=seq - 1, through_seq=seq)`) by one, read in one
 snapshot, and tells the store the heads it saw, as those reads do (state and transcript chains).
 """
 
@@ -15,7 +15,8 @@ from typing import Any
 import psycopg
 
 from longrun.errors import RunNotFoundError
-from longrun.models import TaskState
+from longrun.models import Projection, TaskState
+from longrun.store.artifacts import ArtifactsMixin
 from longrun.store.core import fetch_one
 from longrun.store.records import TranscriptRecord
 from longrun.store.state import StateMixin
@@ -24,11 +25,15 @@ from longrun.store.transcript import TranscriptMixin
 _HEAD = "t.state, t.state_version, r.state_head, r.transcript_count AS t_count, r.transcript_head AS t_head"
 
 _TURN_SQL = f"""
-SELECT {_HEAD}, r.calibration, e.seq, e.role, e.turn
+SELECT {_HEAD}, r.calibration, e.seq, e.role, e.turn,
+       p.version, p.base_state_version, p.covers_through_seq, p.content, p.report
 FROM task_states t JOIN runs r ON r.run_id = t.run_id
 LEFT JOIN LATERAL (
     SELECT x.seq, x.role, x.turn FROM transcript_entries x WHERE x.run_id = r.run_id ORDER BY x.seq DESC LIMIT 1
 ) e ON true
+LEFT JOIN LATERAL (
+    SELECT * FROM projections x WHERE x.run_id = r.run_id ORDER BY x.version DESC LIMIT 1
+) p ON true
 WHERE t.run_id = %(run_id)s
 """
 
@@ -43,12 +48,13 @@ WHERE t.run_id = %(run_id)s
 @dataclass(frozen=True)
 class TurnHead:
     """What `load_turn_head` read: the head state, the run's calibration data (a JSON object,
-    empty until first set) and the newest transcript entry as (seq, role, turn), None when the
-    transcript is empty."""
+    empty until first set), the newest transcript entry as (seq, role, turn), None when the
+    transcript is empty, and the newest projection (None before the first compaction)."""
 
     state: TaskState
     calibration: dict[str, Any]
     last_entry: tuple[int, str, int | None] | None
+    projection: Projection | None
 
 
 class TurnReadsMixin(StateMixin):
@@ -65,8 +71,9 @@ class TurnReadsMixin(StateMixin):
         return row, state
 
     def load_turn_head(self, run_id: str) -> TurnHead:
-        """The head state, the calibration and the newest transcript entry, in one statement
-        (what an agent's turn reads before it commits, reconciles and calls the model).
+        """The head state, the calibration, the newest transcript entry and the newest projection,
+        in one statement (what an agent's turn reads before it commits, reconciles and calls the
+        model).
 
         Raises:
             RunNotFoundError: no run has this id.
@@ -75,7 +82,8 @@ class TurnReadsMixin(StateMixin):
         def read(c: psycopg.Connection) -> TurnHead:
             row, state = self._head_row(c, _TURN_SQL, {"run_id": run_id})
             last = None if row.seq is None else (row.seq, row.role, row.turn)
-            return TurnHead(state, dict(row.calibration or {}), last)
+            projection = None if row.version is None else ArtifactsMixin._projection(run_id, row)
+            return TurnHead(state, dict(row.calibration or {}), last, projection)
 
         return self._autocommit("load_turn_head", read)
 
