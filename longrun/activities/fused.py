@@ -44,7 +44,7 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
     @implements(Activities.turn)
     def turn(self, inp: TurnInput) -> TurnResult:
         """See the module docstring."""
-        self.read_turn(inp.run_id)  # the head, the calibration and the newest entry: one read for every step
+        self.read_turn(inp.run_id)  # head, calibration, newest entry and projection: one read for every step
         commit = None
         if inp.commit is not None:
             commit = self.commit_turn(inp.commit)

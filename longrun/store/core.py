@@ -5,9 +5,10 @@ Rules that hold for every store method:
 
 - each public method is its own transaction. The calls of an agent's turn are one statement on a
   pooled psycopg connection in autocommit (`_autocommit`): one round trip, no BEGIN/COMMIT. That
-  is the reads `load_state`, `head_version`, `get_run`/`load_spec`, `get_calibration`,
-  `transcript`, `last_transcript_entry`, `audit`, `latest_projection`, `get_artifact` and
-  `has_artifact` (an unknown run is told by the same statement), the writes `compare_and_set`,
+  is the reads `load_state`, `load_turn_head`, `load_call_head`, `head_version`,
+  `get_run`/`load_spec`, `get_calibration`, `credential`, `transcript`, `last_transcript_entry`,
+  `audit`, `latest_projection`, `get_artifact` and `has_artifact` (an unknown run is told by the
+  same statement), the writes `compare_and_set`,
   `set_run_status`, `set_calibration` and `put_artifact`, and `append_transcript`,
   `append_audit` and `append_audits` when the cached chain head is right (one read of the head
   more when it is not). The rest run in a session transaction (`_tx`): work whose statements must

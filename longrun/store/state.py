@@ -96,6 +96,7 @@ _LOAD_SQL = (
     "WHERE t.run_id = %(run_id)s"
 )
 
+
 class StateMixin(StoreCore):
     """The head state and its history; every change is a compare-and-set."""
 
