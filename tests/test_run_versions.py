@@ -28,7 +28,7 @@ ARGV = [sys.executable, "-c", "print('checked')"]
 def racing_writer(store):
     """Another writer that moves the head just before the intent's compare-and-set."""
 
-    def write(run_id, version, mutate, actor, reason):
+    def write(run_id, version, mutate, actor, reason, **_):
         head = store.load_state(run_id)
         store.compare_and_set(run_id, head.state_version, head.model_copy(update={"notes": [*head.notes, "raced"]}),
                               "test:racer", "a write between the gate and the intent")
@@ -36,7 +36,7 @@ def racing_writer(store):
     return write
 
 
-def is_intent(run_id, version, mutate, actor, reason) -> bool:
+def is_intent(run_id, version, mutate, actor, reason, **_) -> bool:
     return actor == "ledger" and reason.startswith("intent ")
 
 

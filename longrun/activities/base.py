@@ -193,14 +193,16 @@ class ActivityBase(ScopedAccess):
 
         Raises:
             StaleStateError: the head moved past `version`; nothing was written."""
-        return self.note_state(self.store.update_state(run_id, version, mutate, actor, reason))
+        return self.note_state(self.store.update_state(run_id, version, mutate, actor, reason,
+                                                       head=self.known_head(run_id)))
 
     def reapply_on_head(
         self, run_id: str, mutate: Callable[[TaskState], TaskState], actor: str, reason: str
     ) -> TaskState:
         """Compare-and-set on the current head, re-applied on a lost race (see
         `Store.reapply_on_head`: only for changes that do not depend on what the state said)."""
-        return self.note_state(self.store.reapply_on_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS))
+        return self.note_state(self.store.reapply_on_head(run_id, mutate, actor, reason, attempts=CAS_ATTEMPTS,
+                                                          head=self.known_head(run_id)))
 
     def items(self, entries: list[TranscriptRecord]) -> list[TranscriptItem]:
         return [TranscriptItem(seq=e.seq, message=e.message) for e in entries]
@@ -214,7 +216,7 @@ class ActivityBase(ScopedAccess):
         spec = self.spec(run_id)
         provider = self.deps.provider_for(spec.provider_key())
         state = self.head(run_id)
-        projection = self.store.latest_projection(run_id)
+        projection = self.latest_projection(run_id)
         after = projection.covers_through_seq if projection else 0
         calibration = self.calibration(run_id)
         limit = spec.context.limit(provider.info.window)

@@ -44,6 +44,7 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
     @implements(Activities.turn)
     def turn(self, inp: TurnInput) -> TurnResult:
         """See the module docstring."""
+        self.read_turn(inp.run_id)  # head, calibration, newest entry and projection: one read for every step
         commit = None
         if inp.commit is not None:
             commit = self.commit_turn(inp.commit)
@@ -69,7 +70,7 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
     def tool_step(self, inp: ToolStepInput) -> ToolStepResult:
         """See the module docstring."""
         action_id = action_id_for(inp.run_id, inp.turn, inp.call.index)
-        head = self.head(inp.run_id)
+        head = self.read_call(inp.run_id, inp.call)  # the head and the call: one read for every step
         if self.effect_of(inp.run_id, action_id) is not None:
             # an earlier attempt passed the gate and wrote the intent: resume at the run
             ran = self.run_tool(self._run_input(inp, action_id, head.state_version))

@@ -127,16 +127,16 @@ class ModelActivities(ActivityBase):
                 ) from exc
             raise
 
+        # saved with the assistant message, in its append's statement
         updated = pc.calibration_after(calibration, estimated, request, response)
-        if updated is not None:
-            self.save_calibration(run_id, updated)
         content = list(response.content) or [TextBlock(text="(the model returned no content)")]
         summary_tokens = None
         if request.context is not None and response.context is not None:
             content, summary_tokens = pc.record(content, response.context, self._summary_beside(run_id, response, request))
         message = Message(role="assistant", content=content)
         tokens = estimate_message(message)
-        seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn)
+        seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn,
+                                     calibration=updated)
         self.audit(
             run_id,
             ModelCalled(

@@ -25,10 +25,11 @@ from longrun.context import Calibration
 from longrun.errors import InvalidToolCall
 from longrun.models.audit import AuditEvent
 from longrun.models.blocks import Message, ToolUseBlock
+from longrun.models.context import Projection
 from longrun.models.io import ToolCallRef
 from longrun.models.provider import Usage
 from longrun.models.state import Approval, Effect, Scope, TaskState
-from longrun.store import Store
+from longrun.store import Store, TranscriptRecord
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class CallScope:
     calibrations: dict[str, Calibration] = field(default_factory=dict)
     last: dict[str, LastEntry | None] = field(default_factory=dict)
     tool_calls: dict[tuple[str, int, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    projections: dict[str, Projection | None] = field(default_factory=dict)
+    """Filled only by a turn's first read: a compaction (its own activity) saves a new one."""
     audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
     """(run id, event, actor), in the order they happened."""
 
@@ -54,6 +57,14 @@ class ScopeSlot(threading.local):
     """The current thread's scope (activities run one per thread of the worker's pool)."""
 
     scope: CallScope | None = None
+
+
+def _calibration(data: dict[str, Any]) -> Calibration:
+    """The stored calibration, or a fresh one when it does not parse (it is only an estimate)."""
+    try:
+        return Calibration.model_validate(data)
+    except ValueError:
+        return Calibration()
 
 
 class ScopedAccess:
@@ -90,6 +101,36 @@ class ScopedAccess:
         state = self.store.load_state(run_id)
         self.note_state(state)
         return state
+
+    def read_turn(self, run_id: str) -> TaskState:
+        """The head state, the calibration, the newest transcript entry and the newest projection,
+        in one read, kept in the call's scope for the steps of a turn that use them (outside a
+        scope: the head only)."""
+        scope = self._slot.scope
+        if scope is None:
+            return self.head(run_id)
+        if run_id in scope.states and run_id in scope.calibrations and run_id in scope.last:
+            return scope.states[run_id]
+        read = self.store.load_turn_head(run_id)
+        scope.states[run_id] = read.state
+        scope.calibrations[run_id] = _calibration(read.calibration)
+        scope.last[run_id] = None if read.last_entry is None else LastEntry(*read.last_entry)
+        scope.projections[run_id] = read.projection
+        return read.state
+
+    def latest_projection(self, run_id: str) -> Projection | None:
+        """The newest projection: as the turn's first read found it, else from the store."""
+        scope = self._slot.scope
+        if scope is not None and run_id in scope.projections:
+            return scope.projections[run_id]
+        return self.store.latest_projection(run_id)
+
+    def known_head(self, run_id: str) -> TaskState | None:
+        """The head this call already read or wrote (None outside a scope or before any read): what
+        a write applies its change to without reading the state again (its compare-and-set
+        still decides whether it is the head)."""
+        scope = self._slot.scope
+        return None if scope is None else scope.states.get(run_id)
 
     def fresh_head(self, run_id: str) -> TaskState:
         """The head as Postgres has it now (after a lost compare-and-set, the scope's copy is old)."""
@@ -137,11 +178,7 @@ class ScopedAccess:
         scope = self._slot.scope
         if scope is not None and run_id in scope.calibrations:
             return scope.calibrations[run_id]
-        data = self.store.get_calibration(run_id) or {}
-        try:
-            calibration = Calibration.model_validate(data)
-        except ValueError:
-            calibration = Calibration()
+        calibration = _calibration(self.store.get_calibration(run_id) or {})
         if scope is not None:
             scope.calibrations[run_id] = calibration
         return calibration
@@ -164,11 +201,16 @@ class ScopedAccess:
         return last
 
     def append_transcript(self, run_id: str, message: Message, *, token_estimate: int,
-                          usage: Usage | None = None, turn: int | None = None) -> int:
-        seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn)
+                          usage: Usage | None = None, turn: int | None = None,
+                          calibration: Calibration | None = None) -> int:
+        """Append to the transcript; with `calibration`, save it in the same statement."""
+        seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn,
+                                           calibration=None if calibration is None else calibration.model_dump())
         scope = self._slot.scope
         if scope is not None:
             scope.last[run_id] = LastEntry(seq, message.role, turn)
+            if calibration is not None:
+                scope.calibrations[run_id] = calibration
         return seq
 
     def tool_call(self, run_id: str, call: ToolCallRef) -> tuple[str, dict[str, Any]]:
@@ -182,9 +224,30 @@ class ScopedAccess:
             name, arguments = scope.tool_calls[key]
             return name, dict(arguments)
         entries = self.store.transcript(run_id, after_seq=call.seq - 1, through_seq=call.seq)
-        if not entries:
+        return self._call_in(run_id, call, entries[0] if entries else None)
+
+    def read_call(self, run_id: str, call: ToolCallRef) -> TaskState:
+        """The head state and the call's tool name and arguments, in one read, kept in the
+        call's scope (what a tool step, the gate, an intent and a tool run start from). A scope
+        that holds the head already reads only the call, as `tool_call` does."""
+        scope = self._slot.scope
+        if scope is None or run_id in scope.states:
+            return self.head(run_id)
+        state, entry = self.store.load_call_head(run_id, call.seq)
+        self.note_state(state)
+        if (run_id, call.seq, call.call_id) not in scope.tool_calls:
+            with contextlib.suppress(InvalidToolCall):  # raised by `tool_call`, where the call is used
+                self._call_in(run_id, call, entry)
+        return state
+
+    def _call_in(self, run_id: str, call: ToolCallRef, entry: TranscriptRecord | None) -> tuple[str, dict[str, Any]]:
+        """The call's tool name and arguments as `entry` (transcript entry `call.seq`) holds them,
+        or as its approver edited them; kept in the scope."""
+        scope = self._slot.scope
+        key = (run_id, call.seq, call.call_id)
+        if entry is None:
             raise InvalidToolCall(f"transcript entry {call.seq} of run {run_id} is missing")
-        for block in entries[0].message.content:
+        for block in entry.message.content:
             if isinstance(block, ToolUseBlock) and block.id == call.call_id:
                 edited = self.edited_call(run_id, call.seq, call.call_id)
                 arguments = dict(edited[1]) if edited is not None else dict(block.input)

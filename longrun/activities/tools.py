@@ -8,7 +8,6 @@ version changes)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from temporalio import activity
@@ -16,6 +15,7 @@ from temporalio import activity
 from longrun.activities.base import action_id_for, brief
 from longrun.activities.changes import ChangeSetActivities
 from longrun.activities.contract import Activities, implements
+from longrun.activities.ledger_edits import clip_value, count_attempt, preview, prior_approval, settled, with_intent
 from longrun.activities.signing_keys import SigningKeys
 from longrun.auth.scopes import PATH_ARGUMENT, constraints_sha256, covering_scope
 from longrun.errors import EffectUndecidable, InvalidToolCall, StaleStateError, ToolError
@@ -24,7 +24,7 @@ from longrun.mcp.registry import mcp_hint_note
 from longrun.models.audit import EffectIntent, EffectSettled, GateVerdict, ScopeUsed, ToolRan
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.canonical import action_hash
-from longrun.models.gate import CallKind, GateRule, PriorApproval
+from longrun.models.gate import CallKind, GateRule
 from longrun.models.io import (
     GateInput,
     GateResult,
@@ -36,47 +36,8 @@ from longrun.models.io import (
     RunToolResult,
     ToolResultRef,
 )
-from longrun.models.state import Approval, Effect, EffectStatus, NextAction, TaskState, utcnow
+from longrun.models.state import EffectStatus, NextAction, TaskState, utcnow
 from longrun.tools.base import Tool, ToolContext
-
-PREVIEW_CHARS = 300
-
-
-def _preview(arguments: dict[str, Any]) -> dict[str, str]:
-    """Short argument values for status and audit; the full arguments stay in the transcript."""
-    out: dict[str, str] = {}
-    for key, value in arguments.items():
-        text = value if isinstance(value, str) else repr(value)
-        out[key] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"... ({len(text)} chars)"
-    return out
-
-
-def _clip_value(value: Any, limit: int = 600) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} chars)"
-
-
-def _prior_approval(state: TaskState, bound: list[Approval], ahash: str, now: datetime) -> PriorApproval:
-    """What the run holds for this exact action besides a usable approval (`bound`: every
-    approval bound to it, in the state or closed)."""
-    if not bound or state.approval_for(ahash, now) is not None:
-        return "none"
-    return "used" if any(a.used for a in bound) else "expired"
-
-
-def _count_attempt(state: TaskState, action_id: str, attempt: int) -> TaskState:
-    effects = [e.model_copy(update={"attempts": attempt}) if e.action_id == action_id else e for e in state.effects]
-    return state.model_copy(update={"effects": effects})
-
-
-def _settle(state: TaskState, action_id: str, status: EffectStatus, external_id: str | None, detail: str) -> TaskState:
-    effects = [
-        e.model_copy(update={"status": status, "external_id": external_id, "detail": detail[:500]})
-        if e.action_id == action_id
-        else e
-        for e in state.effects
-    ]
-    return state.model_copy(update={"effects": effects})
 
 
 class ToolActivities(ChangeSetActivities):
@@ -85,7 +46,7 @@ class ToolActivities(ChangeSetActivities):
         """Check the invariants over the persisted state; audit the verdict."""
         run_id = inp.run_id
         spec = self.spec(run_id)
-        state = self.head(run_id)
+        state = self.read_call(run_id, inp.call)
         name, arguments = self.tool_call(run_id, inp.call)
         action_id = action_id_for(run_id, inp.turn, inp.call.index)
         proposed = inp.proposed_version or state.state_version
@@ -123,7 +84,7 @@ class ToolActivities(ChangeSetActivities):
                 missing_artifacts=missing,
                 tool_check_error=check_error,
                 arguments_error=args_error,
-                prior_approval=_prior_approval(state, self.approvals_bound(run_id, ahash) if needs_approval else [],
+                prior_approval=prior_approval(state, self.approvals_bound(run_id, ahash) if needs_approval else [],
                                                ahash, inp.now),
                 read_only_run=spec.read_only,
                 scope_id=scope.id if scope is not None else None,
@@ -155,7 +116,7 @@ class ToolActivities(ChangeSetActivities):
             tool=name,
             kind=kind,
             # only a pending approval shows its arguments; nothing else of the transcript crosses Temporal
-            arguments_preview=self.redactor.redact_json(_preview(arguments)) if decision.verdict == "needs_approval" else {},
+            arguments_preview=self.redactor.redact_json(preview(arguments)) if decision.verdict == "needs_approval" else {},
             state_version=state.state_version,
             scope_id=scope.id if decision.rule is GateRule.scope and scope is not None else None,
         )
@@ -168,6 +129,7 @@ class ToolActivities(ChangeSetActivities):
         A head that moved past that version writes nothing: the result says `stale` and the call
         goes back through the gate, on the new state. An intent an earlier attempt of this same
         call already wrote (the worker died before answering) is found and its attempt counted."""
+        self.read_call(inp.run_id, inp.call)
         name, arguments = self.tool_call(inp.run_id, inp.call)
         tool = self.tools_for(inp.run_id).get(name)
         head = self.head(inp.run_id)
@@ -181,7 +143,7 @@ class ToolActivities(ChangeSetActivities):
         if existing is not None:
             attempt = existing.attempts + 1
             new = self.reapply_on_head(
-                inp.run_id, lambda s: _count_attempt(s, inp.action_id, attempt), "ledger", f"attempt {attempt} of {inp.action_id}"
+                inp.run_id, lambda s: count_attempt(s, inp.action_id, attempt), "ledger", f"attempt {attempt} of {inp.action_id}"
             )
             self.audit(inp.run_id, EffectIntent(action_id=inp.action_id, tool=inp.tool, attempt=attempt))
             return IntentResult(state_version=new.state_version, attempt=attempt, state=brief(new))
@@ -192,20 +154,7 @@ class ToolActivities(ChangeSetActivities):
             before = tool.fingerprint(arguments, self.tool_context(inp.run_id, inp.action_id))
 
         def mutate(state: TaskState) -> TaskState:
-            effect = Effect(
-                action_id=inp.action_id, tool=inp.tool, status=EffectStatus.unknown,
-                idempotency_key=inp.action_id, before=before,
-            )
-            approvals = state.approvals
-            if inp.uses_approval:
-                approvals = [
-                    a.model_copy(update={"used": True}) if a.action_hash == inp.action_hash and not a.used else a
-                    for a in approvals
-                ]
-            scopes = state.scopes
-            if inp.scope_id is not None:
-                scopes = [sc.model_copy(update={"uses": sc.uses + 1}) if sc.id == inp.scope_id else sc for sc in scopes]
-            return state.model_copy(update={"effects": [*state.effects, effect], "approvals": approvals, "scopes": scopes})
+            return with_intent(state, inp, before)
 
         keys, refusal = SigningKeys(self.store), None
         if inp.scope_id is not None:
@@ -237,6 +186,7 @@ class ToolActivities(ChangeSetActivities):
         must not apply it twice), then run, then settle confirmed/none. State tools write on the
         version the gate checked; a moved head runs nothing (`stale`: back through the gate)."""
         run_id = inp.run_id
+        self.read_call(run_id, inp.call)
         name, arguments = self.tool_call(run_id, inp.call)
         registry = self.tools_for(run_id)
         tool = registry.get(name)
@@ -272,7 +222,7 @@ class ToolActivities(ChangeSetActivities):
         proposed = next((dict(b.input) for b in entries[0].message.content
                          if isinstance(b, ToolUseBlock) and b.id == inp.call.call_id), {}) if entries else {}
         changed = [k for k in sorted(set(proposed) | set(now)) if proposed.get(k) != now.get(k)]
-        shown = "; ".join(f"{k} is now {_clip_value(now.get(k))}" for k in changed) or "no argument changed"
+        shown = "; ".join(f"{k} is now {clip_value(now.get(k))}" for k in changed) or "no argument changed"
         return (f"[note: {approval.approved_by} edited this call before approving it, and it ran with the edited "
                 f"arguments, not the ones you proposed. Changed: {shown}]")
 
@@ -321,7 +271,7 @@ class ToolActivities(ChangeSetActivities):
         if retry:
             attempts = effect.attempts + 1
             self.reapply_on_head(
-                run_id, lambda s: _count_attempt(s, inp.action_id, attempts), "ledger", f"attempt {attempts} of {inp.action_id}"
+                run_id, lambda s: count_attempt(s, inp.action_id, attempts), "ledger", f"attempt {attempts} of {inp.action_id}"
             )
             self.audit(run_id, EffectIntent(action_id=inp.action_id, tool=tool.name, attempt=attempts))
         if (retry or effect.attempts > 1) and tool.reconcile is not None:
@@ -354,7 +304,7 @@ class ToolActivities(ChangeSetActivities):
         detail: str, how: Literal["ran", "reconciled"],
     ) -> None:
         self.reapply_on_head(
-            run_id, lambda s: _settle(s, action_id, status, external_id, detail), "ledger", f"settle {action_id}: {status.value}"
+            run_id, lambda s: settled(s, action_id, status, external_id, detail), "ledger", f"settle {action_id}: {status.value}"
         )
         self.audit(
             run_id,

@@ -56,6 +56,18 @@ INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha
 ON CONFLICT (run_id, sha256) DO NOTHING
 """
 
+_PUT_LINKED_SQL = """
+WITH put AS (
+    INSERT INTO artifacts (sha256, data, media_type, size, created_at)
+    VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
+    ON CONFLICT (sha256) DO NOTHING
+)
+INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
+ON CONFLICT (run_id, sha256) DO NOTHING
+"""
+"""`_PUT_SQL` and `_LINK_SQL` in one statement, one round trip (a tool result is stored on every
+tool call): the foreign keys are checked at the statement's end, where the new bytes are seen."""
+
 _FAMILY = """
 SELECT r.run_id FROM runs r
 WHERE r.run_id = %(run_id)s OR r.parent_run_id = %(run_id)s
@@ -97,7 +109,7 @@ class ArtifactsMixin(FactsMixin):
             The sha256 hex digest that names the artifact.
 
         Raises:
-            RunNotFoundError: `run_id` names no run (the bytes are stored, unlinked).
+            RunNotFoundError: `run_id` names no run (nothing is stored).
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise InvalidInputError(f"data: expected bytes, got {type(data).__name__} (encode text first)")
@@ -108,11 +120,11 @@ class ArtifactsMixin(FactsMixin):
         digest = sha256_hex(blob)
 
         def write(c: psycopg.Connection) -> None:
-            now = utcnow()
-            c.execute(_PUT_SQL, {"sha256": digest, "data": blob, "media_type": media_type, "size": len(blob),
-                                 "now": now})
-            if run_id is not None:
-                self._link(c, run_id, digest, now)
+            params = {"sha256": digest, "data": blob, "media_type": media_type, "size": len(blob), "now": utcnow()}
+            if run_id is None:
+                c.execute(_PUT_SQL, params)
+            else:
+                self._link(c, run_id, digest, params["now"], sql=_PUT_LINKED_SQL, params=params)
 
         self._autocommit("put_artifact", write)
         return digest
@@ -125,9 +137,10 @@ class ArtifactsMixin(FactsMixin):
         self._autocommit("link_artifact", lambda c: self._link(c, run_id, sha256, utcnow()))
 
     @staticmethod
-    def _link(c: psycopg.Connection, run_id: str, sha256: str, now: Any) -> None:
+    def _link(c: psycopg.Connection, run_id: str, sha256: str, now: Any, *, sql: str = _LINK_SQL,
+              params: dict[str, Any] | None = None) -> None:
         try:
-            c.execute(_LINK_SQL, {"run_id": run_id, "sha256": sha256, "now": now})
+            c.execute(sql, {**(params or {}), "run_id": run_id, "sha256": sha256, "now": now})
         except psycopg.errors.ForeignKeyViolation as exc:
             if "run_id" in str(exc):
                 raise RunNotFoundError(run_id) from exc

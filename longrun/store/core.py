@@ -5,9 +5,10 @@ Rules that hold for every store method:
 
 - each public method is its own transaction. The calls of an agent's turn are one statement on a
   pooled psycopg connection in autocommit (`_autocommit`): one round trip, no BEGIN/COMMIT. That
-  is the reads `load_state`, `head_version`, `get_run`/`load_spec`, `get_calibration`,
-  `transcript`, `last_transcript_entry`, `audit`, `latest_projection`, `get_artifact` and
-  `has_artifact` (an unknown run is told by the same statement), the writes `compare_and_set`,
+  is the reads `load_state`, `load_turn_head`, `load_call_head`, `head_version`,
+  `get_run`/`load_spec`, `get_calibration`, `credential`, `transcript`, `last_transcript_entry`,
+  `audit`, `latest_projection`, `get_artifact` and `has_artifact` (an unknown run is told by the
+  same statement), the writes `compare_and_set`,
   `set_run_status`, `set_calibration` and `put_artifact`, and `append_transcript`,
   `append_audit` and `append_audits` when the cached chain head is right (one read of the head
   more when it is not). The rest run in a session transaction (`_tx`): work whose statements must
@@ -30,6 +31,7 @@ save a round trip when right and cannot chain a row wrongly when wrong.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -370,6 +372,22 @@ class StoreCore:
     def _require_run(session: Session, run_id: str) -> None:
         if session.scalar(select(RunRow.run_id).where(RunRow.run_id == run_id)) is None:
             raise RunNotFoundError(run_id)
+
+
+def calibration_json(data: Any) -> str:
+    """The run's calibration data as the JSON text stored on `runs`.
+
+    Raises:
+        InvalidInputError: not a JSON object, not serializable, or over `MAX_CALIBRATION_BYTES`."""
+    if not isinstance(data, Mapping):
+        raise InvalidInputError(f"calibration: expected a JSON object, got {type(data).__name__}")
+    try:
+        text = json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"calibration: not JSON-serializable: {exc}") from exc
+    if len(text) > MAX_CALIBRATION_BYTES:
+        raise InvalidInputError(f"calibration: {len(text):,} bytes is over the limit of {MAX_CALIBRATION_BYTES:,}")
+    return text
 
 
 def fetch(c: psycopg.Connection, sql: str, params: Mapping[str, Any]) -> list[Any]:

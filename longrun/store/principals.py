@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
@@ -26,7 +27,7 @@ from sqlalchemy.orm import Session
 from longrun.auth.check import ROLES, Credential
 from longrun.errors import RunNotFoundError
 from longrun.models import utcnow
-from longrun.store.core import InvalidInputError, StoreCore, check_int, check_run_id, check_text
+from longrun.store.core import InvalidInputError, StoreCore, check_int, check_run_id, check_text, fetch_one
 from longrun.store.tables import ACTOR_MAX, CallEditRow, CredentialRow, PrincipalRow, RunRow, core_table
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
@@ -39,6 +40,12 @@ def check_principal_name(name: Any) -> str:
         raise InvalidInputError(f"principal name {name!r}: use 1-100 letters, digits, '.', '_', '@' or '-', "
                                 "starting with a letter or digit")
     return name
+
+
+_CREDENTIAL_SQL = (
+    "SELECT c.key_id, c.principal, c.public_key, c.created_at, c.expires_at, c.revoked_at, c.revoked_reason, "
+    "p.roles FROM credentials c JOIN principals p ON p.name = c.principal WHERE c.key_id = %(key_id)s"
+)
 
 
 def _credential(row: Any, roles: Sequence[str]) -> Credential:
@@ -130,15 +137,12 @@ class PrincipalsMixin(StoreCore):
         if not isinstance(key_id, str) or not re.fullmatch(r"[0-9a-f]{32}", key_id):
             return None
 
-        def tx(s: Session) -> Credential | None:
-            row = s.execute(
-                select(core_table(CredentialRow), PrincipalRow.roles)
-                .join(PrincipalRow, PrincipalRow.name == CredentialRow.principal)
-                .where(CredentialRow.key_id == key_id)
-            ).one_or_none()
+        def read(c: psycopg.Connection) -> Credential | None:
+            # one statement in autocommit: the gate and the intent ask at every use of a decision
+            row = fetch_one(c, _CREDENTIAL_SQL, {"key_id": key_id})
             return None if row is None else _credential(row, row.roles)
 
-        return self._tx("credential", tx)
+        return self._autocommit("credential", read)
 
     def principals(self) -> list[tuple[str, tuple[str, ...], datetime, list[Credential]]]:
         """Every principal: name, roles, created, and its credentials (oldest first)."""

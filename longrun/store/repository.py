@@ -47,11 +47,11 @@ from longrun.store.principals import PrincipalsMixin
 from longrun.store.run_requests import RunRequestsMixin
 from longrun.store.run_tools import RunToolsMixin
 from longrun.store.runs import RunsMixin
-from longrun.store.state import StateMixin
+from longrun.store.turn_reads import TurnReadsMixin
 from longrun.store.verify import VerifyMixin
 
 
-class Store(RunsMixin, StateMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
+class Store(RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
             VerifyMixin, RunToolsMixin, RunRequestsMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 

@@ -17,8 +17,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -35,9 +33,9 @@ from longrun.models.state import MAX_TEXT
 from longrun.store.audit import AuditMixin
 from longrun.store.chain import state_version_payload
 from longrun.store.core import (
-    MAX_CALIBRATION_BYTES,
     MAX_EVENT_BYTES,
     InvalidInputError,
+    calibration_json,
     check_int,
     check_run_id,
     check_size,
@@ -239,12 +237,5 @@ class RunsMixin(TranscriptMixin, AuditMixin):
 
     def set_calibration(self, run_id: str, data: dict[str, Any]) -> None:
         """Replace the run's calibration data (a JSON object)."""
-        if not isinstance(data, Mapping):
-            raise InvalidInputError(f"calibration: expected a JSON object, got {type(data).__name__}")
-        try:
-            text = json.dumps(data, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"calibration: not JSON-serializable: {exc}") from exc
-        if len(text) > MAX_CALIBRATION_BYTES:
-            raise InvalidInputError(f"calibration: {len(text):,} bytes is over the limit of {MAX_CALIBRATION_BYTES:,}")
+        text = calibration_json(data)
         self._update_run("set_calibration", run_id, "calibration = %(calibration)s::jsonb", {"calibration": text})

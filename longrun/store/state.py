@@ -220,10 +220,15 @@ class StateMixin(StoreCore):
         mutate: Callable[[TaskState], TaskState | None],
         actor: str,
         reason: str,
+        *,
+        head: TaskState | None = None,
     ) -> TaskState:
         """Load the head, apply `mutate` to a copy, compare-and-set it.
 
-        `mutate` may return the new state or change the copy in place and return None.
+        `mutate` may return the new state or change the copy in place and return None. `head` is
+        the state the caller already holds (read or written by it): when it is version
+        `expected_version` it is used instead of loading the head again (a version is one state:
+        the compare-and-set still decides whether it is the head).
 
         Returns:
             The stored new state (version `expected_version + 1`).
@@ -231,7 +236,8 @@ class StateMixin(StoreCore):
         Raises:
             StaleStateError: the head is not `expected_version` (before or during the write).
         """
-        head = self.load_state(run_id)
+        if head is None or head.run_id != run_id or head.state_version != expected_version:
+            head = self.load_state(run_id)
         if head.state_version != expected_version:
             raise StaleStateError(run_id, expected_version, head.state_version)
         draft = head.model_copy(deep=True)
@@ -246,9 +252,12 @@ class StateMixin(StoreCore):
         reason: str,
         *,
         attempts: int = 8,
+        head: TaskState | None = None,
     ) -> TaskState:
         """Apply `mutate` to whatever the head is, compare-and-set, and on a lost race reload and
-        apply it again (up to `attempts` times).
+        apply it again (up to `attempts` times). The first attempt applies it to `head` when
+        given (the state the caller holds: no read; a head that moved meanwhile loses the
+        compare-and-set like any lost race, and the next attempt reloads).
 
         Only for writers whose change must land on top of whatever moved meanwhile, because it
         does not depend on what the state said: a human's approval or instruction, the workflow
@@ -262,8 +271,9 @@ class StateMixin(StoreCore):
             StaleStateError: every attempt lost its race.
         """
         last: StaleStateError | None = None
+        known = head if head is not None and head.run_id == run_id else None
         for _ in range(max(1, attempts)):
-            head = self.load_state(run_id)
+            head, known = known or self.load_state(run_id), None
             draft = head.model_copy(deep=True)
             result = mutate(draft)
             try:

@@ -25,12 +25,13 @@ from longrun.errors import RunNotFoundError, StoreError
 from longrun.models import Message, Usage, canonical_json, chain_hash
 from longrun.store.appends import ChainAppendMixin
 from longrun.store.chain import transcript_payload
-from longrun.store.core import MAX_MESSAGE_BYTES, check_int, check_text_size, fetch, fields, validate
+from longrun.store.core import MAX_MESSAGE_BYTES, calibration_json, check_int, check_text_size, fetch, fields, validate
 from longrun.store.records import TranscriptRecord
 
 _APPEND_SQL = """
 WITH upd AS (
-    UPDATE runs SET transcript_head = %(hash)s, transcript_count = %(seq)s
+    UPDATE runs SET transcript_head = %(hash)s, transcript_count = %(seq)s,
+        calibration = coalesce(%(calibration)s::jsonb, calibration)
     WHERE run_id = %(run_id)s AND transcript_head = %(prev)s AND transcript_count = %(seq)s - 1
     RETURNING run_id
 )
@@ -42,7 +43,8 @@ FROM upd
 RETURNING seq
 """
 """One append, one round trip: entry `seq` chained on `prev`, written only if `prev` and `seq - 1`
-are the transcript head on `runs` (which the same statement moves)."""
+are the transcript head on `runs` (which the same statement moves). A model call's answer brings the
+calibration it updated (`calibration`, else NULL: kept): one statement for both."""
 
 _COLUMNS = "t.seq, t.role, t.content, t.token_estimate, t.usage, t.turn, t.created_at, t.prev_hash, t.hash"
 
@@ -96,8 +98,11 @@ class TranscriptMixin(ChainAppendMixin):
         token_estimate: int,
         usage: Usage | None = None,
         turn: int | None = None,
+        calibration: dict[str, Any] | None = None,
     ) -> int:
-        """Append one message to the run's transcript (kept in full, hash-chained).
+        """Append one message to the run's transcript (kept in full, hash-chained), and with
+        `calibration`, replace the run's calibration data in the same statement (as
+        `set_calibration` would: a model call's answer and what it taught the estimator).
 
         Returns:
             The entry's sequence number (1, 2, ... per run).
@@ -108,13 +113,14 @@ class TranscriptMixin(ChainAppendMixin):
         """
         msg, content, content_text, usage_json = self._transcript_entry(message, token_estimate, usage, turn)
         usage_text = None if usage_json is None else canonical_json(usage_json)
+        calibration_text = None if calibration is None else calibration_json(calibration)
 
         def build(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], int, str]:
             seq = count + 1
             digest = self._transcript_hash(run_id, seq, prev, msg.role, content, token_estimate, usage_json, turn, now)
             return ({"run_id": run_id, "seq": seq, "role": msg.role, "content": content_text,
                      "token_estimate": token_estimate, "usage": usage_text, "turn": turn, "now": now,
-                     "prev": prev, "hash": digest}, seq, digest)
+                     "prev": prev, "hash": digest, "calibration": calibration_text}, seq, digest)
 
         return self._append_chained("append_transcript", "transcript", run_id, _APPEND_SQL, build) + 1
 

@@ -1,0 +1,107 @@
+"""Statements per turn, counted on the real stack (worker, Temporal, Postgres) for the three kinds
+of turn a run is made of: a plain turn (a model call that calls no tool), a read-tool turn and an
+effect turn (an approved write). The counts are upper bounds a regression breaks: a turn that
+reads the state once more, or writes its audit in two statements instead of one, fails here.
+Counts, not times (see `longrun.store.counting`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from longrun.errors import StaleStateError
+from longrun.models.spec import RunSpec
+from longrun.models.state import TaskState
+from longrun.service import client as api
+from longrun.store import Store
+from longrun.store.counting import Invocation, count_statements
+from tests.support.harness import running_worker
+from tests.support.policy import PlanProvider, greeting_workspace
+from tests.test_store_cas import _round_trips
+
+pytestmark = pytest.mark.slow
+
+PLAN = [
+    [("read_file", {"path": "hello.txt"})],
+    [("read_file", {"path": "hello.txt"})],
+    [("set_next_action", {"next_action": "edit"})],
+    [("write_file", {"path": "hello.txt", "content": "hello world\n"})],
+]
+"""Turn 1 reads (and commits nothing before it: the run's first turn), turn 2 reads after
+committing turn 1, turn 3 changes the state (a state tool), turn 4 writes after an approval,
+turn 5 answers in text (a plain turn)."""
+
+MAX_STATEMENTS = {"read": 9, "state": 10, "effect": 24, "plain": 6}
+"""The most statements each kind of turn may send: what they send today. Before issue 26 they sent
+15, 17, 42 and 10 (the state read again by every write; the calibration, the newest entry, the
+call and the projection each read on their own; credentials read in a transaction of three round
+trips; an artifact and its link in two statements; the calibration saved on its own)."""
+
+
+def _turns(invocations: list[Invocation]) -> list[list[Invocation]]:
+    """The invocations grouped by turn: each `turn` activity opens one (what runs before the
+    first, such as `load_run`, and `finish_run` after the last belong to no turn)."""
+    turns: list[list[Invocation]] = []
+    for inv in invocations:
+        if inv.activity == "turn":
+            turns.append([])
+        if turns and inv.activity != "finish_run":
+            turns[-1].append(inv)
+    return turns
+
+
+def _show(kind: str, turn: list[Invocation]) -> str:
+    return f"{kind}: {sum(len(i.statements) for i in turn)} " + ", ".join(
+        f"{i.activity}={len(i.statements)} {i.statements}" for i in turn)
+
+
+async def test_statements_per_turn_kind_stay_under_their_bounds(db_url, temporal_client, tmp_path):
+    ws = greeting_workspace(tmp_path)
+    with Store.from_url(db_url) as store, count_statements(store.engine) as count:
+        async with running_worker(temporal_client, store, provider=PlanProvider(plan=PLAN)) as h:
+            run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
+            pending = (await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed"))).pending_approval
+            await api.approve(h.client, run_id, pending.approval_id, "alice")
+            result = await h.result(run_id)
+    assert result.status == "completed", result
+    assert (ws / "hello.txt").read_text() == "hello world\n"
+    turns = _turns(count.invocations)
+    assert [[i.activity for i in t] for t in turns][1:] == [
+        ["turn", "tool_step"],
+        ["turn", "tool_step"],
+        ["turn", "tool_step", "record_event", "grant_approval", "gate", "record_intent", "run_tool"],
+        ["turn"],
+    ], [[i.activity for i in t] for t in turns]
+    kinds = {"read": turns[1], "state": turns[2], "effect": turns[3], "plain": turns[4]}
+    shown = "\n".join(_show(k, t) for k, t in kinds.items())
+    print(shown)
+    for kind, turn in kinds.items():
+        assert sum(len(i.statements) for i in turn) <= MAX_STATEMENTS[kind], shown
+        for inv in turn:  # the state is read (and parsed) at most once per activity
+            assert sum(st.startswith("SELECT t.state") for st in inv.statements) <= 1, shown
+
+
+def _note(state: TaskState) -> TaskState:
+    return state.model_copy(update={"notes": [*state.notes, f"n{len(state.notes)}"]})
+
+
+def test_a_held_head_is_written_on_without_a_read_and_loses_when_it_moved(db_url):
+    """What lets an activity skip its second read of the state: `update_state` and
+    `reapply_on_head` apply the change to the head the caller holds, and the compare-and-set still
+    decides. A held head another writer moved past writes nothing (`update_state`) or is re-applied
+    on the new head after one reload (`reapply_on_head`)."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
+        one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
+        held = one.load_state("r")
+        with _round_trips(one) as trips:
+            v2 = one.update_state("r", 1, _note, "agent", "held", head=held)
+        assert trips == ["WITH upd AS"], trips  # no read of the state before the write
+        assert v2.state_version == 2
+
+        one.compare_and_set("r", 2, _note(v2), "other", "another writer")  # the head moves to 3
+        with pytest.raises(StaleStateError):
+            one.update_state("r", 2, _note, "agent", "on a moved head", head=v2)
+        assert [h.reason for h in one.state_history("r")] == ["run created", "held", "another writer"]
+
+        v4 = one.reapply_on_head("r", _note, "ledger", "re-applied", head=v2)
+        assert v4.state_version == 4 and v4.notes == ["n0", "n1", "n2"], v4.notes
+        assert one.verify_chain("r").ok
