@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from longrun.context import Calibration, compact, estimate_message, estimate_request, fit_request, render_request
-from longrun.context.microcompact import microcompact
-from longrun.context.trim import trim_heavy
-from longrun.models import ContextPolicy, Message, TaskState, TranscriptItem
+from longrun.context import Calibration, estimate_message, estimate_request
+from longrun.models import Message
 from longrun.service import compact_cmd
 from tests.fake_anthropic import fake_token_count, validate_tool_pairing
 
@@ -149,39 +146,6 @@ def _as_request(wire: list[dict[str, Any]]) -> Any:
     return ModelRequest(model="m", system="", messages=[Message.from_wire(m) for m in wire])
 
 
-# --- CPU cost of the cheap stages -----------------------------------------------------------------------
-
-@needs_sessions
-def test_cheap_stage_cost_per_100k_tokens() -> None:
-    """CPU ms per 100k tokens of transcript for stage 0 (trim), stage 1 (microcompact) and
-    stage 3 (fit_request), and for a whole compaction. Printed; the < 50 ms target is the
-    benchmark's, the assertion here is only a loose guard against a quadratic regression."""
-    print("\nsession   tokens   trim ms/100k  micro ms/100k  fit ms/100k  compact ms/100k")
-    worst = 0.0
-    for d in sessions():
-        msgs, _, comp = load(d)
-        view = [Message.from_wire(m) for m in msgs]
-        items = [TranscriptItem(seq=i + 1, message=m) for i, m in enumerate(view)]
-        state = TaskState(run_id="r", state_version=1, objective="o")
-        policy = ContextPolicy(trigger=comp["pre_tokens"] // 4, clear_at_least=0)
-
-        def cpu(fn: Any) -> float:
-            best = float("inf")
-            for _ in range(3):
-                t = time.process_time()
-                fn()
-                best = min(best, time.process_time() - t)
-            return best * 1000
-
-        ests = [estimate_message(m) for m in view]
-        tokens = sum(ests)
-        per = 100_000 / tokens
-        trim_ms = cpu(lambda: trim_heavy(view, max_result_tokens=policy.artifact_trim_tokens)) * per
-        micro_ms = cpu(lambda: microcompact(view, list(ests), policy=policy, excess=None)) * per
-        req = render_request(model="m", system="", projection=None, new_items=items, state=state, tools=[], max_tokens=10)
-        fit_ms = cpu(lambda: fit_request(req, limit=comp["pre_tokens"] // 4, calibration=Calibration(), keep_min_tail_turns=2)) * per
-        whole_ms = cpu(lambda: compact(items, previous=None, state=state, policy=policy, window=200_000,
-                                       trigger="threshold", calibration=Calibration())) * per
-        worst = max(worst, trim_ms, micro_ms, fit_ms)
-        print(f"{d.name[:8]}  {tokens:7d}  {trim_ms:12.1f}  {micro_ms:13.1f}  {fit_ms:11.1f}  {whole_ms:15.1f}")
-    assert worst < 500
+# The CPU cost of the stages per 100k tokens is a benchmark's, not a test's (issue 26: no timing
+# assertions in tests): `python -m bench.run --only synthetic` times the stages call by call, and
+# `--only extraction` times fact extraction on these sessions.
