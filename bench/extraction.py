@@ -158,7 +158,7 @@ def clear_caches() -> None:
     for name, module in list(sys.modules.items()):
         if name.startswith("longrun.context") and module is not None:
             for value in vars(module).values():
-                if callable(getattr(value, "cache_clear", None)):
+                if not isinstance(value, type) and callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()
 
 
