@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.report import Section, Table, mark, progress
-from longrun.context import estimate_message
+from longrun.context import estimate_message, foldcache
 from longrun.context import extract as extract_mod
 from longrun.context.factstore import FactStore
 from longrun.models.blocks import Message
@@ -155,6 +155,7 @@ def extract(c: Corpus, n: int = COMPACTIONS, clock: Callable[[], float] = time.p
 def clear_caches() -> None:
     """Empty every `functools` cache of `longrun.context` (line analysis, splits, templates): each
     transcript is measured from cold caches, as a fresh worker would read it."""
+    foldcache.cache_clear()
     for name, module in list(sys.modules.items()):
         if name.startswith("longrun.context") and module is not None:
             for value in vars(module).values():
