@@ -71,6 +71,27 @@ class Folded:
             return None
         return self.compiled.search(text)
 
+    def found(self, text: str) -> bool:
+        """`bool(search(text))`, decided on the lowercased text both ways: a hit there is a hit of
+        the pattern (what `spans` relies on too), so it is not searched again (issue 25's cost)."""
+        fast = self._fast
+        low = _lowered(text) if fast is not None else None
+        if fast is None or low is None:
+            return self.compiled.search(text) is not None
+        return fast.search(low) is not None
+
+    def sub(self, repl: str, text: str) -> str:
+        """`compiled.sub(repl, text)` for a plain `repl` (no group references), from `spans`."""
+        parts: list[str] = []
+        at = 0
+        for a, b in self.spans(text):
+            parts += (text[at:a], repl)
+            at = b
+        if not parts:
+            return text
+        parts.append(text[at:])
+        return "".join(parts)
+
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
         """The (start, end) of each match of `finditer(text)`."""
         fast = self._fast
@@ -80,6 +101,13 @@ class Folded:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.compiled, name)
+
+
+def found(pattern: re.Pattern[str] | Folded, text: str) -> bool:
+    """`bool(pattern.search(text))`, by `Folded.found` for a folded pattern."""
+    if isinstance(pattern, Folded):
+        return pattern.found(text)
+    return pattern.search(text) is not None
 
 
 def fold(pattern: re.Pattern[str]) -> re.Pattern[str]:
