@@ -256,10 +256,10 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
         need = _NEEDS.get(pattern)
         if need is not None and not need(rest):
             return rest
-        spans = pattern.spans(rest) if isinstance(pattern, fastre.Folded) else (m.span() for m in pattern.finditer(rest))
         parts: list[str] = []
         at = 0
-        for a, b in spans:
+        for m in pattern.located(rest) if isinstance(pattern, fastre.Folded) else pattern.finditer(rest):
+            a, b = m.span()
             v = rest[a:b].strip("\"'`").rstrip(".,;:").strip()
             if v:
                 into.add(v)

@@ -94,10 +94,14 @@ class Folded:
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
         """The (start, end) of each match of `finditer(text)`."""
+        return (m.span() for m in self.located(text))
+
+    def located(self, text: str) -> Iterator[re.Match[str]]:
+        """Matches whose spans are those of `finditer(text)` (of the lowercased text when it
+        answers the same): read their `span()` only, their text may be lowercased."""
         fast = self._fast
         low = _lowered(text) if fast is not None else None
-        found = fast.finditer(low) if fast is not None and low is not None else self.compiled.finditer(text)
-        return (m.span() for m in found)
+        return fast.finditer(low) if fast is not None and low is not None else self.compiled.finditer(text)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.compiled, name)
