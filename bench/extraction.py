@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.report import Section, Table, mark, progress
-from longrun.context import estimate_message
+from longrun.context import estimate_message, foldcache
 from longrun.context import extract as extract_mod
 from longrun.context.factstore import FactStore
 from longrun.models.blocks import Message
@@ -155,10 +155,11 @@ def extract(c: Corpus, n: int = COMPACTIONS, clock: Callable[[], float] = time.p
 def clear_caches() -> None:
     """Empty every `functools` cache of `longrun.context` (line analysis, splits, templates): each
     transcript is measured from cold caches, as a fresh worker would read it."""
+    foldcache.cache_clear()
     for name, module in list(sys.modules.items()):
         if name.startswith("longrun.context") and module is not None:
             for value in vars(module).values():
-                if callable(getattr(value, "cache_clear", None)):
+                if not isinstance(value, type) and callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()
 
 
@@ -217,9 +218,9 @@ def _run(corpora: list[Corpus], t0: float) -> Section:
     table.notes += ["Extraction: `extract.units_after` + `FactStore.extend` in a store rebuilt from the rows so far, "
                     "as each compaction calls them; tokens are longrun's estimate of the entries read. The kit's "
                     "sessions are about 4k tokens each (500 tokens a compaction), so their figure is mostly a "
-                    "compaction's fixed cost. A compaction costs more per token the more rows its store already "
-                    "holds (each is indexed again): 8 compactions over one real session is denser than a run, "
-                    "which compacts every few tens of thousands of tokens. The transcripts are frozen out of the "
+                    "compaction's fixed cost. A store rebuilt from its rows finds its fold index kept from the "
+                    "compaction before (`foldcache`; emptied between transcripts, as a fresh worker starts), so "
+                    "a compaction's cost follows what it reads, not how many rows the store holds. The transcripts are frozen out of the "
                     "garbage collector's passes (a worker holds one transcript, not 23)."]
     return Section("extraction", [table, stage_table], seconds=time.perf_counter() - t0,
                    reproduce="python -m bench.run --only extraction")

@@ -32,6 +32,11 @@ def test_folded_patterns_answer_as_the_pattern_does(name: str) -> None:
         m, want = folded.search(line), folded.compiled.search(line)
         assert (m.span() if m else None) == (want.span() if want else None), (name, line)
         assert list(folded.spans(line)) == [w.span() for w in folded.compiled.finditer(line)], (name, line)
+        # what extraction asks of most of them: whether it matches, and the line with matches masked
+        assert folded.found(line) is (want is not None), (name, line)
+        assert fastre.found(folded, line) is (want is not None), (name, line)
+        assert folded.sub("#", line) == folded.compiled.sub("#", line), (name, line)
+        assert folded.sub("#", line.lower()) == folded.compiled.sub("#", line.lower()), (name, line)
 
 
 def test_the_characters_lowering_treats_otherwise_are_searched_as_they_are() -> None:

@@ -25,6 +25,8 @@ from longrun.context.codelike import code_like as code_like
 from longrun.context.codelike import code_share as code_share
 from longrun.context.codelike import log_like as log_like
 from longrun.context.memo import text_memo
+from longrun.context.valuekinds import specific_kinds as specific_kinds
+from longrun.context.valuekinds import value_kinds as value_kinds
 
 MAX_UNIT_CHARS = 400
 """Longer lines are split into sentences; a sentence longer than this is cut at a word."""
@@ -199,7 +201,7 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
         # a rule keeps its line whole: "Budget cap is $956 total. Never exceed without explicit
         # approval." is one fact, and either half alone misleads; so does a labelled line ("GOAL
         # STATE: ..."), whose label types every sentence after it
-        whole = len(line) <= MAX_UNIT_CHARS and bool(kinds.RULE.search(line) or kinds.LABEL.match(line))
+        whole = len(line) <= MAX_UNIT_CHARS and (fastre.found(kinds.RULE, line) or bool(kinds.LABEL.match(line)))
         split = (prose and not whole) or len(line) > MAX_UNIT_CHARS
         parts = [s for s in _SENTENCE_END.split(line) if s] if split else [line]
         for p in parts:
@@ -229,7 +231,7 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     values, names, words, relation, status, correction = _analysis(body)
     kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
         "status" if status else "value")
-    correction = correction or bool(CORRECTION.search(text[: len(text) - len(body)]))
+    correction = correction or fastre.found(CORRECTION, text[: len(text) - len(body)])
     if not correction and kind not in ("rule", "preference") and NOT_CUE.search(body):
         correction = True
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
@@ -254,10 +256,10 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
         need = _NEEDS.get(pattern)
         if need is not None and not need(rest):
             return rest
-        spans = pattern.spans(rest) if isinstance(pattern, fastre.Folded) else (m.span() for m in pattern.finditer(rest))
         parts: list[str] = []
         at = 0
-        for a, b in spans:
+        for m in pattern.located(rest) if isinstance(pattern, fastre.Folded) else pattern.finditer(rest):
+            a, b = m.span()
             v = rest[a:b].strip("\"'`").rstrip(".,;:").strip()
             if v:
                 into.add(v)
@@ -283,7 +285,7 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
     names = {n for n in names if n.lower() not in STOPWORDS}
     words = {w for w in [*_WORD.findall(rest.lower()), *keys] if w not in STOPWORDS and w not in _CUE_WORDS}
     return (frozenset(values), frozenset(n.lower() for n in names), frozenset(_stem(w) for w in words),
-            bool(RELATION.search(text)), bool(STATUS.search(text)), bool(CORRECTION.search(text)))
+            fastre.found(RELATION, text), fastre.found(STATUS, text), fastre.found(CORRECTION, text))
 
 
 def _stem(word: str) -> str:
@@ -292,29 +294,6 @@ def _stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
-
-
-_KINDS = (
-    ("hash", re.compile(r"^(?=[0-9a-f]*\d)[0-9a-f]{7,64}$", re.I)),
-    ("address", re.compile(r"^(?:https?://|[\w.+-]+@|@)")),
-    ("date", re.compile(r"^\d{4}-\d{2}-\d{2}")),
-    ("ip", re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")),
-    ("path", re.compile(r"/")),
-    ("version", re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$")),
-    ("quantity", re.compile(r"^\d+(?:[.,]\d+)?\s?[a-z%]+$", re.I)),
-    ("number", re.compile(r"^\d+(?:[.,]\d+)?$")),
-)
-
-
-def value_kinds(values: frozenset[str]) -> set[str]:
-    """What kinds of value a unit states (hash, address, date, version, quantity, number,
-    other): a later line about the same subject with a value of the same kind replaces it."""
-    return set(_value_kinds(values))
-
-
-@lru_cache(maxsize=65_536)
-def _value_kinds(values: frozenset[str]) -> frozenset[str]:
-    return frozenset(next((k for k, rx in _KINDS if rx.match(v)), "other") for v in values)
 
 
 SYNONYMS = {
@@ -401,20 +380,15 @@ def _held(u: Unit) -> frozenset[str]:
     return u.values | frozenset(n for n in u.names if "/" in n)
 
 
-def specific_kinds(values: frozenset[str]) -> set[str]:
-    """`value_kinds` without the plain ones (numbers, other), which many attributes share."""
-    return value_kinds(values) - {"number", "other"}
-
-
 def dismissed(text: str) -> bool:
     """The line says itself that it is unrelated, obsolete or to be ignored."""
-    return bool(DISMISSED.search(text))
+    return fastre.found(DISMISSED, text)
 
 
 @lru_cache(maxsize=65_536)
 def template(text: str) -> str:
     """The unit with its values and digits masked: near-duplicate lines share a template."""
-    masked = _VALUE.sub("#", _ADDRESS.sub("#", text.lower()))
+    masked = _VALUE.sub("#", _ADDRESS.sub("#", text.lower()))  # `Folded.sub`: from its fast spans
     masked = re.sub(r"\d+", "#", masked)
     return " ".join(re.findall(r"[a-z#]+", masked))
 

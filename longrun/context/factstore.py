@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from longrun.context import facts, kinds, ledger
+from longrun.context import facts, foldcache, kinds, ledger
 from longrun.context.facts import Unit
 from longrun.context.ledger import Entry
 from longrun.models.context import FactRow
@@ -103,7 +103,8 @@ class FactStore:
         if not units:
             return []
         created: list[Entry] = []
-        ledger.fold(self.entries(), [u for u, _ in units], created, {id(u): s for u, s in units})
+        key, kept = foldcache.snapshot(self.rows, self._gone)
+        ledger.fold((), [u for u, _ in units], created, {id(u): s for u, s in units}, index=kept.earlier.copy())
         nxt = (self.rows[-1].seq if self.rows else 0) + 1
         for e in created:
             e.row, nxt = nxt, nxt + 1
@@ -119,6 +120,7 @@ class FactStore:
             ))
         self.rows += added
         self._gone.update(s for r in added for s in r.supersedes)
+        foldcache.advance(key, kept, added)
         return added
 
     def recall(self, query: str, *, kind: str | None = None, include_superseded: bool = False) -> list[FactRow]:

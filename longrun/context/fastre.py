@@ -71,15 +71,47 @@ class Folded:
             return None
         return self.compiled.search(text)
 
-    def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        """The (start, end) of each match of `finditer(text)`."""
+    def found(self, text: str) -> bool:
+        """`bool(search(text))`, decided on the lowercased text both ways: a hit there is a hit of
+        the pattern (what `spans` relies on too), so it is not searched again (issue 25's cost)."""
         fast = self._fast
         low = _lowered(text) if fast is not None else None
-        found = fast.finditer(low) if fast is not None and low is not None else self.compiled.finditer(text)
-        return (m.span() for m in found)
+        if fast is None or low is None:
+            return self.compiled.search(text) is not None
+        return fast.search(low) is not None
+
+    def sub(self, repl: str, text: str) -> str:
+        """`compiled.sub(repl, text)` for a plain `repl` (no group references), from `spans`."""
+        parts: list[str] = []
+        at = 0
+        for a, b in self.spans(text):
+            parts += (text[at:a], repl)
+            at = b
+        if not parts:
+            return text
+        parts.append(text[at:])
+        return "".join(parts)
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """The (start, end) of each match of `finditer(text)`."""
+        return (m.span() for m in self.located(text))
+
+    def located(self, text: str) -> Iterator[re.Match[str]]:
+        """Matches whose spans are those of `finditer(text)` (of the lowercased text when it
+        answers the same): read their `span()` only, their text may be lowercased."""
+        fast = self._fast
+        low = _lowered(text) if fast is not None else None
+        return fast.finditer(low) if fast is not None and low is not None else self.compiled.finditer(text)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.compiled, name)
+
+
+def found(pattern: re.Pattern[str] | Folded, text: str) -> bool:
+    """`bool(pattern.search(text))`, by `Folded.found` for a folded pattern."""
+    if isinstance(pattern, Folded):
+        return pattern.found(text)
+    return pattern.search(text) is not None
 
 
 def fold(pattern: re.Pattern[str]) -> re.Pattern[str]:

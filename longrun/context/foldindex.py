@@ -21,13 +21,15 @@ Each answer is the one the scanning rules gave (tests/test_context_extraction_sn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from longrun.context import facts, reword
 from longrun.context.facts import Unit
 
 if TYPE_CHECKING:
     from longrun.context.ledger import Entry
+
+K = TypeVar("K")
 
 
 class Earlier:
@@ -59,6 +61,41 @@ class Earlier:
         if u.source in ("user", "agent"):
             for w in reword.words_of(u):
                 self.by_word.setdefault(w, set()).add(i)
+
+    def copy(self) -> Earlier:
+        """An independent copy (a fold changes its lines and indexes; `foldcache` keeps the original)."""
+        out = Earlier()
+        out.entries = list(self.entries)
+        out.by_key = dict(self.by_key)
+        out.near = {k: v[:] for k, v in self.near.items()}
+        out.by_subjects = {k: v[:] for k, v in self.by_subjects.items()}
+        out.by_topic = dict(self.by_topic)
+        out.by_word = {k: set(v) for k, v in self.by_word.items()}
+        return out
+
+    def drop(self, i: int, key_before: int | None, topic_before: int | None) -> None:
+        """Take line `i` out as if it had never been added: unlike a fold's replacement (which
+        leaves its key pointing at nothing), the key and topic then point at the latest other line
+        with them (`key_before`, `topic_before`, None: no other), and no index lists it."""
+        e = self.entries[i]
+        assert e is not None
+        u = e.unit
+        words, topic, subjects, terms = _record(u)
+        self.entries[i] = None
+        if self.by_key.get((u.where, words)) == i:
+            _point(self.by_key, (u.where, words), key_before)
+        if topic is not None and u.source != "note" and self.by_topic.get(topic) == i:
+            _point(self.by_topic, topic, topic_before)
+        for term in terms:
+            _unlist(self.near, term, i)
+        _unlist(self.by_subjects, subjects, i)
+        if u.source in ("user", "agent"):
+            for w in reword.words_of(u):
+                held = self.by_word.get(w)
+                if held is not None:
+                    held.discard(i)
+                    if not held:
+                        del self.by_word[w]
 
     def _alive(self, i: int) -> bool:
         e = self.entries[i]
@@ -133,6 +170,26 @@ class Earlier:
     def updated(self, u: Unit) -> int | None:
         """A self-declared update said in other words (`reword.updates`), looked up by topic word."""
         return reword.updates(u, self.entries, self.by_word)
+
+
+def _point(index: dict[K, int], key: K, to: int | None) -> None:
+    if to is None:
+        index.pop(key, None)
+    else:
+        index[key] = to
+
+
+def _unlist(index: dict[K, list[int]], key: K, i: int) -> None:
+    lines = index.get(key)
+    if lines is not None and i in lines:
+        lines.remove(i)
+        if not lines:
+            del index[key]
+
+
+def record(u: Unit) -> tuple[frozenset[str], frozenset[str] | None, frozenset[str], tuple[str, ...]]:
+    """`_record`, for `foldcache`: the key words, topic, subjects and terms a line is indexed by."""
+    return _record(u)
 
 
 def _record(u: Unit) -> tuple[frozenset[str], frozenset[str] | None, frozenset[str], tuple[str, ...]]:

@@ -108,23 +108,23 @@ def classify(text: str, *, relation: bool = False, status: bool = False, label: 
     if lab:
         for kind, words in _LABEL_KIND.items():
             if any(lab == w or lab.endswith(" " + w) or lab.startswith(w + " ") for w in words):
-                if kind == "preference" and RULE.search(body) and not PREFERENCE.search(body):
+                if kind == "preference" and fastre.found(RULE, body) and not fastre.found(PREFERENCE, body):
                     return "rule"
                 return kind  # type: ignore[return-value]
-    if RULE.search(body):
+    if fastre.found(RULE, body):
         return "rule"
-    if DECISION.search(body) or REJECTED.search(body):
+    if fastre.found(DECISION, body) or fastre.found(REJECTED, body):
         return "decision"
-    if PREFERENCE.search(body):
+    if fastre.found(PREFERENCE, body):
         return "preference"
-    if status or STATUS_CUE.search(body):
+    if status or fastre.found(STATUS_CUE, body):
         return "status"
     return "value"
 
 
 def rejects(text: str) -> bool:
     """The line rejects an alternative ("we rejected plan A", "ruled out Redis")."""
-    return bool(REJECTED.search(text))
+    return fastre.found(REJECTED, text)
 
 
 def typed(text: str) -> bool:

@@ -230,7 +230,7 @@ def parse(section: str | None) -> tuple[int, list[Entry]]:
 
 
 def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | None = None,
-         seq_of: dict[int, int] | None = None) -> list[Entry]:
+         seq_of: dict[int, int] | None = None, index: Earlier | None = None) -> list[Entry]:
     """The ledger after `new` units, in conversation order, with the rules of the module
     docstring; units kept verbatim elsewhere (`quoted`) supersede what they correct and are then
     left out. Earlier lines are looked up by key, subjects, value and topic (`foldindex`), so a fold
@@ -239,11 +239,14 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
     Args:
         created: when given, every entry made from `new` is appended to it, those a later unit
             of `new` replaced included (the fact store keeps them, superseded).
-        seq_of: id(unit) -> the transcript entry it was read from, for the entries' `source_seq`."""
-    seen = Earlier()
+        seq_of: id(unit) -> the transcript entry it was read from, for the entries' `source_seq`.
+        index: the earlier lines already indexed (`foldcache`, which keeps a store's index across
+            compactions), used (and changed) instead of indexing `previous` again."""
+    seen = index if index is not None else Earlier()
+    if index is None:
+        for e in previous:
+            seen.add(e)
     entries = seen.entries
-    for e in previous:
-        seen.add(e)
     for u in new:
         if u.source == "note":  # the agent's own record: kept as written, never replaced by a guess
             e = Entry(u)

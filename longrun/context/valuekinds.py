@@ -1,0 +1,37 @@
+"""The kinds of value a fact states (hash, address, date, ip, path, version, quantity, number,
+other): a later line about the same subject with a value of the same kind replaces it.
+
+Split from `facts.py` by job (its size, issue 25); `facts.value_kinds` re-exports it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_KINDS = (
+    ("hash", re.compile(r"^(?=[0-9a-f]*\d)[0-9a-f]{7,64}$", re.I)),
+    ("address", re.compile(r"^(?:https?://|[\w.+-]+@|@)")),
+    ("date", re.compile(r"^\d{4}-\d{2}-\d{2}")),
+    ("ip", re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")),
+    ("path", re.compile(r"/")),
+    ("version", re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$")),
+    ("quantity", re.compile(r"^\d+(?:[.,]\d+)?\s?[a-z%]+$", re.I)),
+    ("number", re.compile(r"^\d+(?:[.,]\d+)?$")),
+)
+
+
+def value_kinds(values: frozenset[str]) -> set[str]:
+    """What kinds of value a unit states (hash, address, date, version, quantity, number,
+    other): a later line about the same subject with a value of the same kind replaces it."""
+    return set(_value_kinds(values))
+
+
+@lru_cache(maxsize=65_536)
+def _value_kinds(values: frozenset[str]) -> frozenset[str]:
+    return frozenset(next((k for k, rx in _KINDS if rx.match(v)), "other") for v in values)
+
+
+def specific_kinds(values: frozenset[str]) -> set[str]:
+    """`value_kinds` without the plain ones (numbers, other), which many attributes share."""
+    return value_kinds(values) - {"number", "other"}
