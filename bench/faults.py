@@ -521,9 +521,9 @@ def figures(sc: Scenario, store: Store, sink: Sink) -> Figures:
             f.other_final[f"{record.status}: {record.reason}"] = f.other_final.get(f"{record.status}: {record.reason}", 0) + 1
         else:
             f.lost += 1
-        state = store.load_state(run_id)
+        effects = store.all_effects(run_id)  # settled ones live in closed_items (issue 26), in flight in the state
         f.effects_expected += SENDS_PER_RUN
-        for effect in state.effects:
+        for effect in effects:
             f.effects_ledger += 1
             n = counts.get(effect.idempotency_key, 0)
             f.retried_effects += effect.attempts > 1
@@ -533,14 +533,14 @@ def figures(sc: Scenario, store: Store, sink: Sink) -> Figures:
                 f.confirmed_not_delivered += 1
             if n == 1 and effect.status.value == "confirmed":
                 f.exactly_once += 1
-        keys = [e.idempotency_key for e in state.effects]
+        keys = [e.idempotency_key for e in effects]
         f.duplicates += sum(max(0, counts.get(k, 0) - 1) for k in keys)
         # an effect left `unknown` by a fault is resolved by its reconcile check, either by the
         # retried tool_step / run_tool (attempt > 1 checks the sink before sending) or by the next
         # turn's reconcile (inside the turn activity): "confirmed" (it was delivered: settled without sending) or "none"
         # (it was not: sent now, once)
         settled = {r.event.action_id: r.event.how for r in store.audit(run_id) if r.kind == "effect_settled"}
-        for effect in state.effects:
+        for effect in effects:
             if settled.get(effect.action_id) == "reconciled":
                 f.reconciled_confirmed += 1
             elif effect.attempts > 1:
@@ -553,7 +553,7 @@ def figures(sc: Scenario, store: Store, sink: Sink) -> Figures:
             f.chain_failures.append(f"{run_id}: {verdict.table} row {verdict.row}: {verdict.reason}")
     # sends at the target that no ledger entry of these runs accounts for
     ours = {e for run_id in sc.run_ids for e in counts if e.startswith(run_id + "/")}
-    ledger = {e.idempotency_key for run_id in sc.run_ids for e in store.load_state(run_id).effects}
+    ledger = {e.idempotency_key for run_id in sc.run_ids for e in store.all_effects(run_id)}
     f.missing_at_target = len(ours - ledger)
 
     attempts = read_attempts(getattr(sc, "attempt_logs", []))

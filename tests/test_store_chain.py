@@ -13,6 +13,7 @@ from longrun.errors import AppendOnlyViolation, ChainBroken
 from longrun.models import CompactionReport, Effect, EffectStatus, Message, Projection, RunSpec, TaskState, Usage
 from longrun.models.audit import ToolRan
 from longrun.models.context import FactRow
+from longrun.models.tools import RecordedTool
 from longrun.store import APPEND_ONLY_TABLES, Store
 
 NUMBER_COLUMN = {"task_state_versions": "version", "transcript_entries": "seq", "audit_events": "seq",
@@ -22,7 +23,8 @@ NUMBER_COLUMN = {"task_state_versions": "version", "transcript_entries": "seq", 
 @pytest.fixture
 def history(store: Store) -> Iterator[Store]:
     """A run with 4 state versions (the last closes an effect: 1 closed item), 4 transcript entries,
-    4 audit events, 1 projection and the fact it added, 1 queued instruction and 1 artifact it stored (a row in every append-only table)."""
+    4 audit events, 1 projection and the fact it added, 1 queued instruction, 1 artifact it stored and its recorded tool list (a row in every
+    append-only table)."""
     store.create_run("r", RunSpec(objective="audit me", constraints=["no network"], workspace="/tmp/ws"))
     settled = Effect(action_id="r/t1/c0", tool="write_file", status=EffectStatus.confirmed, external_id="x",
                      idempotency_key="r/t1/c0")  # closed as it is written: a row of closed_items
@@ -49,6 +51,9 @@ def history(store: Store) -> Iterator[Store]:
     )
     store.queue_instruction("r", "keep the public API", as_constraint=True)
     store.put_artifact(b"tool output", run_id="r")
+    store.record_run_tools("r", [RecordedTool(name="read_file", source="builtin", kind="read", needs_approval=False,
+                                              schema_sha256="0" * 64, input_schema={"type": "object"},
+                                              description="read a file")])
     yield store
 
 
