@@ -35,3 +35,18 @@ def test_a_runs_default_policy_keeps_the_facts_that_fit_under_the_trigger() -> N
     assert should_compact(p.report.tokens_after_calibrated, policy=policy, window=window, last_compaction_turn=None,
                           turn=1) is None, "the next request is under the trigger"
     assert policy.target_ratio < FACTS_RATIO
+
+
+def test_the_facts_leave_room_for_the_next_turn_below_the_trigger() -> None:
+    """The demo's shape (trigger 5.8k, 4.1k that no compaction shrinks, tools that return pages):
+    filling the facts 80% of the way to the trigger left the request right after a compaction over
+    it, so a compaction fired again at once. The facts stop what one turn adds short of the trigger,
+    and never below the aim; a run of short exchanges keeps the whole 80%."""
+    from longrun.context.aim import aim, facts_aim, turn_growth
+
+    pages = [40, 650, 30, 700, 35, 620]  # an assistant call, then its tool result, three times
+    growth = turn_growth(pages)
+    assert growth == 1_350
+    assert facts_aim(5_800, 4_100, 0.5, 7_800, growth) == aim(5_800, 4_100, 0.5, 7_800) == 4_950
+    assert facts_aim(5_800, 4_100, 0.5, 7_800, turn_growth([40, 300, 30, 250])) == 5_800 - 550
+    assert facts_aim(5_800, 4_100, 0.5, 7_800, turn_growth([20, 25, 30])) == 4_100 + int(1_700 * 0.8)

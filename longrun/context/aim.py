@@ -9,11 +9,13 @@ while the room between the aim and the trigger stood empty (issue 25, cause 7: t
 should fill the room it is allowed). The facts are the densest part of a projection and the part
 a run needs back, so they may fill up to `FACTS_RATIO` of the way; the verbatim tail, the body
 and the quoted messages still size themselves by the aim. The next compaction still has at
-least (1 - FACTS_RATIO) of the compactable part to grow into, and one never fires on the turn
-right after another.
+least (1 - FACTS_RATIO) of the compactable part to grow into, and at least what one turn adds
+(`turn_growth`): the request right after a compaction stays under the trigger (the demo's figure).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 FACTS_RATIO = 0.8
 """How far from the unshrinkable part to the trigger the fact selection may fill, at least."""
@@ -28,7 +30,21 @@ def aim(trigger_est: int, fixed: int, target_ratio: float, limit_est: int) -> in
     return min(limit_est, fixed + max(0, int((trigger_est - fixed) * target_ratio)))
 
 
-def facts_aim(trigger_est: int, fixed: int, target_ratio: float, limit_est: int) -> int:
-    """Up to where the fact selection may fill: `FACTS_RATIO` of the way to the trigger, or the
-    aim when that is further."""
-    return aim(trigger_est, fixed, max(target_ratio, FACTS_RATIO), limit_est)
+def facts_aim(trigger_est: int, fixed: int, target_ratio: float, limit_est: int, growth: int = 0) -> int:
+    """Up to where the fact selection may fill: `FACTS_RATIO` of the way to the trigger, but no
+    closer to it than `growth` (what one turn adds, `turn_growth`), so the request right after a
+    compaction does not cross the trigger again; never below the aim."""
+    base = aim(trigger_est, fixed, target_ratio, limit_est)
+    wide = aim(trigger_est, fixed, max(target_ratio, FACTS_RATIO), limit_est)
+    return max(base, min(wide, trigger_est - growth))
+
+
+TURN_MESSAGES = 6
+"""How many of the newest messages `turn_growth` looks at (a turn is two or three of them)."""
+
+
+def turn_growth(ests: Sequence[int]) -> int:
+    """What one turn may add to the next request: the two largest of the newest TURN_MESSAGES
+    messages' estimates (an assistant message and its tool results). A run of short exchanges
+    leaves the facts their room; a run whose tools return pages keeps a page of room free."""
+    return sum(sorted(ests[-TURN_MESSAGES:], reverse=True)[:2])

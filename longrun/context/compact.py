@@ -14,7 +14,7 @@ from typing import Any
 
 from longrun.context import extract, humans, index, layout, ledger
 from longrun.context import facts as facts_mod
-from longrun.context.aim import aim, facts_aim
+from longrun.context.aim import aim, facts_aim, turn_growth
 from longrun.context.enforce import choose_cut, tail_floor
 from longrun.context.factstore import FactStore
 from longrun.context.layout import user_texts
@@ -132,8 +132,8 @@ def compact(
              + MESSAGE_OVERHEAD + BLOCK_OVERHEAD + estimate_text(render_state_block(state, notes_tokens)))
     trigger_est = int(policy.effective_trigger(window) / ratio)
     target_est = aim(trigger_est, fixed, policy.target_ratio, limit_est)
-    facts_est = facts_aim(trigger_est, fixed, policy.target_ratio, limit_est)
     ests = [estimate_message(m) for m in view]
+    facts_est = facts_aim(trigger_est, fixed, policy.target_ratio, limit_est, turn_growth(ests))
 
     def total() -> int:
         return fixed + _summary_cost(summary) + sum(ests)
