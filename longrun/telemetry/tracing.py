@@ -133,15 +133,17 @@ def _exporter(config: TracingConfig) -> SpanExporter:
 
 
 def configure_tracing(environ: Mapping[str, str] | None = None, *, exporter: SpanExporter | None = None,
-                      content: bool | None = None, service_name: str | None = None) -> Tracing | None:
+                      content: bool | None = None, service_name: str | None = None,
+                      batch: bool = False) -> Tracing | None:
     """Turn tracing on as the environment says (once per process; later calls return the same).
 
     Args:
         environ: the environment to read (default `os.environ`).
-        exporter: export here instead, synchronously (tests: an in-memory exporter); tracing is
-            then on whatever the environment says.
+        exporter: export here instead, synchronously unless `batch` (tests: an in-memory
+            exporter); tracing is then on whatever the environment says.
         content: opt in to redacted content (default: `LONGRUN_OTEL_CONTENT`).
         service_name: the `service.name` resource attribute (default `OTEL_SERVICE_NAME`, else "longrun").
+        batch: `exporter` behind a batch processor, as the environment's exporter always is (the bench).
 
     Returns:
         The tracing now on, or None when it is off.
@@ -169,7 +171,8 @@ def configure_tracing(environ: Mapping[str, str] | None = None, *, exporter: Spa
         name = service_name or env.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
         provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
         if exporter is not None:
-            provider.add_span_processor(SimpleSpanProcessor(RedactingExporter(exporter)))
+            processor = BatchSpanProcessor if batch else SimpleSpanProcessor
+            provider.add_span_processor(processor(RedactingExporter(exporter)))
         else:
             assert config is not None
             provider.add_span_processor(BatchSpanProcessor(RedactingExporter(_exporter(config))))
