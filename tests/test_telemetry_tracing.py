@@ -156,8 +156,9 @@ def test_otlp_http_reaches_a_receiver_that_decodes_the_protobuf() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 async def test_an_approval_span_names_the_approver_and_the_wait(store, temporal_env, tmp_path) -> None:
+    """With the content opt-in on, so the tool spans' arguments and result are exercised too."""
     memory = InMemorySpanExporter()
-    tracing = configure_tracing(exporter=memory)
+    tracing = configure_tracing(exporter=memory, content=True)
     assert tracing is not None
     try:
         client = await connect_temporal(temporal_env.client.service_client.config.target_host, "default")
@@ -181,3 +182,7 @@ async def test_an_approval_span_names_the_approver_and_the_wait(store, temporal_
     assert approval.context.trace_id == start.context.trace_id, "the approval's span is in the run's trace"
     gates = [s for s in exported if s.name == "execute_tool apply_patch"]
     assert {dict(s.attributes or {}).get("longrun.gate.verdict") for s in gates} >= {"needs_approval", "allow"}
+    ran = [dict(s.attributes or {}) for s in gates if dict(s.attributes or {}).get("longrun.effect.status")]
+    assert [a["longrun.effect.status"] for a in ran] == ["confirmed"]
+    assert "hello.txt" in str(ran[0]["gen_ai.tool.call.arguments"]), "opted in: the arguments, redacted"
+    assert ran[0]["gen_ai.tool.call.result"], "opted in: the tool's output"

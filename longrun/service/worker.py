@@ -128,7 +128,8 @@ def build_worker(
 
     Raises:
         ConfigError: a tool of `tools` collides with a built-in or an MCP tool, or is incomplete;
-            a provider of `providers` takes a built-in's prefix."""
+            a provider of `providers` takes a built-in's prefix; the `OTEL_*` environment names an
+            exporter or protocol longrun cannot use."""
     settings = settings or Settings.from_env()
     models = ProviderRegistry(providers)
     deps = Deps(
@@ -145,7 +146,9 @@ def build_worker(
     activities = AgentActivities(deps)
     # a client made by `connect_temporal` already traces, and its worker inherits that; a client
     # of the caller's own gets the interceptor here, so the worker's spans still join the run's trace
-    tracing = [] if has_tracing_interceptor(client.config().get("interceptors")) else tracing_interceptors()
+    tracing = tracing_interceptors()
+    if tracing and has_tracing_interceptor(client.config().get("interceptors")):
+        tracing = []
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
