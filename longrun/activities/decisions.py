@@ -29,6 +29,7 @@ from longrun.models.io import GrantInput, RejectApprovalInput, RunRef, ScopeGran
 from longrun.models.signed import DecisionRecord, Proof, ScopeRecord, ScopeRevokeRecord
 from longrun.models.state import Approval, ApprovalEdit, Scope, TaskState, utcnow
 from longrun.store import Store
+from longrun.telemetry import spans
 
 KEY_OWNER = "owner"
 """Who ends the scopes of a revoked key: the schema owner revoked it (`longrun approvers revoke`)."""
@@ -91,6 +92,12 @@ class DecisionActivities(ActivityBase):
 
     @implements(Activities.grant_approval)
     def grant_approval(self, inp: GrantInput) -> StateBrief:
+        """See `_grant`; traced as the span `approval approve` (who, and how long the request waited)."""
+        with spans.approval_span(inp.run_id, inp.approval_id, inp.approver, "approve", inp.requested_at,
+                                 inp.approved_at, self.redactor):
+            return self._grant(inp)
+
+    def _grant(self, inp: GrantInput) -> StateBrief:
         """Verify a human's signed approval, then write it into TaskState and the audit. Idempotent.
 
         Re-applied on the head: the approval is bound to its action hash (tool, arguments and the
@@ -128,6 +135,11 @@ class DecisionActivities(ActivityBase):
     @implements(Activities.reject_approval)
     def reject_approval(self, inp: RejectApprovalInput) -> None:
         """Verify a human's signed rejection and audit it (the workflow tells the model why)."""
+        with spans.approval_span(inp.run_id, inp.approval_id, inp.approver, "reject", inp.requested_at, utcnow(),
+                                 self.redactor):
+            self._reject(inp)
+
+    def _reject(self, inp: RejectApprovalInput) -> None:
         record = self._decision(inp.run_id, inp.proof, inp.approver, inp.approval_id, "reject")
         if record.action_hash != inp.action_hash or record.reason != inp.reason:
             reason = "the record rejects another action, or gives another reason, than the update carries"

@@ -36,6 +36,7 @@ from longrun.models.io import (
     TurnInput,
     TurnResult,
 )
+from longrun.telemetry import spans
 
 MAX_REGATES = 3
 
@@ -68,7 +69,11 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
 
     @implements(Activities.tool_step)
     def tool_step(self, inp: ToolStepInput) -> ToolStepResult:
-        """See the module docstring."""
+        """See the module docstring. One `execute_tool` span: the gate and the run add to it."""
+        with spans.tool_span(inp.run_id, inp.turn, inp.call.call_id, inp.call.name, self.redactor):
+            return self._tool_step(inp)
+
+    def _tool_step(self, inp: ToolStepInput) -> ToolStepResult:
         action_id = action_id_for(inp.run_id, inp.turn, inp.call.index)
         head = self.read_call(inp.run_id, inp.call)  # the head and the call: one read for every step
         if self.effect_of(inp.run_id, action_id) is not None:

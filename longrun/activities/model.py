@@ -6,6 +6,7 @@ import logging
 import re
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from temporalio import activity
 
@@ -23,6 +24,10 @@ from longrun.models.context import CompactionReport, FactRow, Projection
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import ModelRequest, ModelResponse, Usage
 from longrun.models.state import TaskState
+from longrun.telemetry import spans
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +110,13 @@ class ModelActivities(ActivityBase):
                 estimated=entry.token_estimate, calibrated=0,
             )
 
+        spec = self.spec(run_id)
+        with spans.model_span(run_id, inp.turn, spec.model, self.redactor) as span:
+            return self._call_model(inp, span)
+
+    def _call_model(self, inp: ModelCallInput, span: Span | None) -> ModelCallResult:
+        """The call itself, inside its inference span (`span`: None while tracing is off)."""
+        run_id = inp.run_id
         calibrated = 0
         try:
             request, calibration, projection, _entries, provider = self.build_request(
@@ -116,6 +128,8 @@ class ModelActivities(ActivityBase):
             calibrated = calibration.apply(estimated)
             with self.heartbeating():
                 response = provider.complete(request)
+            spans.record_response(span, response.usage, response.stop_reason, response.model, request.max_tokens,
+                                  self.redactor)
             if response.stop_reason == "model_context_window_exceeded":
                 raise ContextOverflow("the model stopped: model_context_window_exceeded")
         except ProviderError as exc:
@@ -134,6 +148,7 @@ class ModelActivities(ActivityBase):
         if request.context is not None and response.context is not None:
             content, summary_tokens = pc.record(content, response.context, self._summary_beside(run_id, response, request))
         message = Message(role="assistant", content=content)
+        spans.record_content(span, request.messages, message, response.stop_reason, self.redactor)
         tokens = estimate_message(message)
         seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn,
                                      calibration=updated)
@@ -157,6 +172,8 @@ class ModelActivities(ActivityBase):
                 cleared_tool_uses=r.cleared_tool_uses, cleared_input_tokens=r.cleared_input_tokens, compacted=r.compacted,
                 compaction_readable=r.compaction_readable, summary_tokens=summary_tokens, applied_edits=r.applied_edits,
             ))
+        log.info("model answered: turn %d, %s, %d tokens in, %d out, stop %s", inp.turn, provider.name,
+                 response.usage.total_input, response.usage.output_tokens, response.stop_reason)
         return self._result(seq, message, response.usage, tokens, replayed=False, estimated=estimated, calibrated=calibrated)
 
     def _summary_beside(self, run_id: str, response: ModelResponse, request: ModelRequest) -> str | None:
@@ -220,6 +237,12 @@ class ModelActivities(ActivityBase):
 
         The run's fact store is read here and passed to `compact` as data; the rows it adds are
         saved with the projection, in one transaction (`Store.save_projection`)."""
+        with spans.compaction_span(inp.run_id, inp.turn, inp.trigger) as span:
+            result = self._compact(inp)
+            spans.record_compaction(span, result.outcome, result.report)
+            return result
+
+    def _compact(self, inp: CompactInput) -> CompactResult:
         run_id = inp.run_id
         started = time.perf_counter()
         spec = self.spec(run_id)

@@ -8,7 +8,7 @@ version changes)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio import activity
 
@@ -37,13 +37,24 @@ from longrun.models.io import (
     ToolResultRef,
 )
 from longrun.models.state import EffectStatus, NextAction, TaskState, utcnow
+from longrun.telemetry import spans
 from longrun.tools.base import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 
 class ToolActivities(ChangeSetActivities):
     @implements(Activities.gate)
     def gate(self, inp: GateInput) -> GateResult:
         """Check the invariants over the persisted state; audit the verdict."""
+        with spans.tool_span(inp.run_id, inp.turn, inp.call.call_id, inp.call.name, self.redactor) as span:
+            result = self._gate(inp)
+            spans.record_gate(span, kind=result.kind, verdict=result.verdict, rule=result.rule.value,
+                              action_hash=result.action_hash, action_id=result.action_id, redactor=self.redactor)
+            return result
+
+    def _gate(self, inp: GateInput) -> GateResult:
         run_id = inp.run_id
         spec = self.spec(run_id)
         state = self.read_call(run_id, inp.call)
@@ -185,6 +196,25 @@ class ToolActivities(ChangeSetActivities):
         """Run one tool call. Effects: reconcile an unknown intent first (a retry after a crash
         must not apply it twice), then run, then settle confirmed/none. State tools write on the
         version the gate checked; a moved head runs nothing (`stale`: back through the gate)."""
+        with spans.tool_span(inp.run_id, inp.turn, inp.call.call_id, inp.call.name, self.redactor) as span:
+            result = self._run_tool(inp)
+            if span is not None:
+                self._trace_run(span, inp, result)
+            return result
+
+    def _trace_run(self, span: Span, inp: RunToolInput, result: RunToolResult) -> None:
+        """How the call ran, on its span; its arguments and output only with content opted in."""
+        name, arguments = self.tool_call(inp.run_id, inp.call)
+        registry = self.tools_for(inp.run_id)
+        kind = registry.get(name).kind if name in registry else "unknown"
+        output = None
+        if spans.content_on() and result.result.artifact_sha256:
+            output = self.store.get_artifact(result.result.artifact_sha256).decode("utf-8", "replace")
+        spans.record_tool_run(span, kind=kind, is_error=result.result.is_error, effect_status=result.effect_status,
+                              outcome=result.outcome, arguments=arguments if spans.content_on() else None,
+                              result=output, redactor=self.redactor)
+
+    def _run_tool(self, inp: RunToolInput) -> RunToolResult:
         run_id = inp.run_id
         self.read_call(run_id, inp.call)
         name, arguments = self.tool_call(run_id, inp.call)

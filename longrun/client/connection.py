@@ -8,18 +8,24 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from longrun.errors import StackNotRunning
 from longrun.store import Store, make_engine
+from longrun.telemetry.tracing import tracing_interceptors
 
 HINT_UP = "run `longrun dev up` to start the embedded stack, or set LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS"
 
 
 async def connect_temporal(target: str, namespace: str) -> Client:
-    """A Temporal client with the pydantic data converter every longrun workflow uses.
+    """A Temporal client with the pydantic data converter every longrun workflow uses, and
+    Temporal's tracing interceptor when the `OTEL_*` environment turns tracing on (a worker built
+    on the client inherits it: one trace from the start through the workflow to its activities).
 
     Raises:
         StackNotRunning: Temporal does not answer at `target`.
+        ConfigError: the `OTEL_*` environment names an exporter or protocol longrun cannot use.
     """
+    interceptors = tracing_interceptors()
     try:
-        return await Client.connect(target, namespace=namespace, data_converter=pydantic_data_converter)
+        return await Client.connect(target, namespace=namespace, data_converter=pydantic_data_converter,
+                                    interceptors=interceptors)
     except Exception as exc:
         raise StackNotRunning(f"Temporal does not answer at {target} ({exc}); {HINT_UP}") from exc
 

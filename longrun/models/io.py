@@ -121,6 +121,7 @@ class RejectApprovalInput(_IO):
     action_hash: str
     reason: str
     proof: Proof | None = None
+    requested_at: datetime | None = Field(default=None, description="when the approval was requested (the span's wait)")
 
 
 class RunRef(_IO):
@@ -246,6 +247,7 @@ class GrantInput(_IO):
     state_version: int | None = Field(default=None, description="the version the action was proposed at")
     call: ToolCallRef | None = None
     edit_id: int | None = None
+    requested_at: datetime | None = Field(default=None, description="when the approval was requested (the span's wait)")
 
 
 class IntentInput(_IO):

@@ -37,6 +37,7 @@ from longrun.errors import ApprovalError, ConfigError, LongrunError, RunNotFound
 from longrun.service import compact_cmd
 from longrun.service.commands import GROUPS
 from longrun.service.commands.common import EXIT_FAIL, EXIT_USAGE, SCRIPTED_NOTE, CliError
+from longrun.telemetry.tracing import flush_tracing
 
 
 class _Parser(argparse.ArgumentParser):
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     "PyGILState_Release ... finalizing" (exit 134) after the command has done its work.
     """
     code = _main(argv)
+    flush_tracing()  # spans of this command (a start, an approval) are exported before `os._exit`
     if argv is None and "temporalio.bridge.client" in sys.modules:
         sys.stdout.flush()
         sys.stderr.flush()

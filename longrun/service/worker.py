@@ -31,6 +31,8 @@ from longrun.providers import Provider
 from longrun.providers.registry import ModelProvider, ProviderRegistry
 from longrun.service.settings import Settings
 from longrun.store import Store
+from longrun.telemetry.log_context import LogContextInterceptor
+from longrun.telemetry.tracing import flush_tracing, has_tracing_interceptor, tracing_interceptors
 from longrun.tools import Tool, ToolRegistry, default_registry
 from longrun.tools.loading import with_custom_tools
 from longrun.tools.sandbox import SandboxPolicy
@@ -126,7 +128,8 @@ def build_worker(
 
     Raises:
         ConfigError: a tool of `tools` collides with a built-in or an MCP tool, or is incomplete;
-            a provider of `providers` takes a built-in's prefix."""
+            a provider of `providers` takes a built-in's prefix; the `OTEL_*` environment names an
+            exporter or protocol longrun cannot use."""
     settings = settings or Settings.from_env()
     models = ProviderRegistry(providers)
     deps = Deps(
@@ -141,6 +144,11 @@ def build_worker(
         scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
     )
     activities = AgentActivities(deps)
+    # a client made by `connect_temporal` already traces, and its worker inherits that; a client
+    # of the caller's own gets the interceptor here, so the worker's spans still join the run's trace
+    tracing = tracing_interceptors()
+    if tracing and has_tracing_interceptor(client.config().get("interceptors")):
+        tracing = []
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
@@ -148,7 +156,7 @@ def build_worker(
         activities=activities.all(),
         activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="longrun-activity"),
         max_concurrent_activities=ACTIVITY_THREADS,
-        interceptors=[ErrorMappingInterceptor()],
+        interceptors=[*tracing, LogContextInterceptor(), ErrorMappingInterceptor()],
     )
 
 
@@ -172,3 +180,4 @@ async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry
         print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; MCP servers "
               f"offered: {offered}; custom tools: {custom}; Ctrl-C stops it", flush=True)
         await stop.wait()
+    flush_tracing()

@@ -38,6 +38,10 @@ SIGNED_DECISIONS_PATCH = "signed-decisions"
 """A rejection is verified (its signed proof) by the `reject_approval` activity, which audits it;
 histories recorded before this audited it through `record_event`."""
 
+APPROVAL_WAIT_PATCH = "approval-wait-telemetry"
+"""The decision activities get the request's time, for the approval span's wait (histories
+recorded before this scheduled them without it)."""
+
 REFUSAL_AUDITED = "RefusalAudited"
 """The type of an update failure whose refusal the activity already wrote to the audit (the
 client then does not write it again)."""
@@ -160,6 +164,7 @@ class ApprovalsMixin(NotificationsMixin):
             action_hash=pending.action_hash, tool=pending.tool, approved_at=now,
             expires_at=now + timedelta(seconds=ttl), proof=inp.proof, state_version=pending.state_version,
             call=call, edit_id=inp.edit_id,
+            requested_at=pending.requested_at if workflow.patched(APPROVAL_WAIT_PATCH) else None,
         )
         if not workflow.patched(GRANT_FAILURE_PATCH):
             self._set_state(await self._act(Activities.grant_approval, grant))
@@ -233,7 +238,9 @@ class ApprovalsMixin(NotificationsMixin):
                 if workflow.patched(SIGNED_DECISIONS_PATCH):
                     await self._act(Activities.reject_approval, RejectApprovalInput(
                         run_id=self.run_id, approval_id=pending.approval_id, approver=inp.approver,
-                        action_hash=pending.action_hash, reason=inp.reason, proof=inp.proof), opt.GRANT)
+                        action_hash=pending.action_hash, reason=inp.reason, proof=inp.proof,
+                        requested_at=pending.requested_at if workflow.patched(APPROVAL_WAIT_PATCH) else None),
+                        opt.GRANT)
                 else:
                     await self._act(Activities.record_event, self._event_input(rejected), opt.GRANT)
             except ActivityError as err:

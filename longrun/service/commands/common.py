@@ -42,6 +42,13 @@ def settings() -> Settings:
     return Settings.from_env()
 
 
+def add_log_format(p: argparse.ArgumentParser) -> None:
+    """`--log-format text|json` (a long-running process: the worker, the console)."""
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="text (the default) or json: one JSON object per line on stderr, naming the run, turn, "
+                   "activity and trace id where known; secrets redacted (docs/OBSERVABILITY.md)")
+
+
 def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON (one object) instead of text")
 

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from longrun.service import devstack
-from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, print_json, say, settings
+from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, add_log_format, print_json, say, settings
+from longrun.telemetry.logs import configure_logging
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     worker.add_argument("--tools", action="append", default=[], metavar="MODULE:ATTR",
                         help="custom tools to offer, as package.module:attr (a tool made with @longrun.tool, or a "
                         "list of them); repeatable. A name that collides with a built-in or MCP tool is refused")
+    add_log_format(worker)
     worker.set_defaults(func=cmd_worker)
 
 
@@ -85,6 +87,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 
     from longrun.service.worker import run_worker
 
+    configure_logging(args.log_format)
     cfg = settings()
     if args.task_queue:
         cfg = dataclasses.replace(cfg, task_queue=args.task_queue)

@@ -15,7 +15,8 @@ import argparse
 import os
 from typing import Any
 
-from longrun.service.commands.common import EXIT_OK, CliError, open_store_only, say, settings
+from longrun.service.commands.common import EXIT_OK, CliError, add_log_format, open_store_only, say, settings
+from longrun.telemetry.logs import configure_logging
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8780
 
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--session-hours", type=float, default=8.0, help="how long a sign-in lasts (default 8)")
     sp.add_argument("--secure-cookies", action="store_true",
                     help="mark the session cookie Secure (when a TLS proxy serves the console)")
+    add_log_format(sp)
     sp.set_defaults(func=cmd_serve)
 
 
@@ -44,11 +46,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise CliError("--port must be between 1 and 65535", code=2)
+    configure_logging(args.log_format)
     store = open_store_only()
     console = Console(settings=settings(), store=store, session_hours=args.session_hours,
                       secure_cookies=args.secure_cookies)
+    # JSON logs: uvicorn keeps its hands off logging, so its lines reach the JSON handler too
     config = uvicorn.Config(create_app(console), host=args.host, port=args.port, log_level="warning",
-                            proxy_headers=False, server_header=False)
+                            proxy_headers=False, server_header=False,
+                            log_config=None if args.log_format == "json" else uvicorn.config.LOGGING_CONFIG)
     server = uvicorn.Server(config)
     say(f"longrun console on http://{args.host}:{args.port} (sign in with a console password: "
         "`longrun approvers add NAME --console`); Ctrl-C stops it")
