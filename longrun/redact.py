@@ -112,6 +112,9 @@ _ENV_KEY = (
 # Start of a token: not preceded by a character that could continue it.
 _B = r"(?<![A-Za-z0-9_\-])"
 _E = r"(?![A-Za-z0-9_\-])"
+# Before a provider key's own prefix a hyphen is still a boundary: `tool-sk-ant-api03-...` (a key
+# glued to a name) is a key. Letters and digits are not, so `task-ant...` or `disk-...` never match.
+_B_KEY = r"(?<![A-Za-z0-9_])"
 # An assignment: `KEY = value`, `KEY: value`, `"KEY": "value"`, `KEY=value` (not `==`, `!=`, `<=`).
 _ASSIGN = r"""["']?\s*(?<![=!<>])(?::|=)(?!=)\s*"""
 # A quoted literal, or an unquoted value with a digit or symbol in it (so `token=self.token` and
@@ -186,8 +189,8 @@ def _redact_private_keys(text: str) -> str:
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("private_key", _PEM_BEGIN, ("private key",), substitute=_redact_private_keys),
     _p("private_key", _OPENSSH_BODY, ("b3blbnnzac1rzxktdje",)),
-    _p("anthropic_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _E, ("sk-ant-",)),
-    _p("openai_key", _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _E, ("sk-",)),
+    _p("anthropic_key", _B_KEY + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _E, ("sk-ant-",)),
+    _p("openai_key", _B_KEY + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _E, ("sk-",)),
     _p("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])", ("akia", "asia", "abia", "acca")),
     _p(
         "aws_secret_key",

@@ -177,6 +177,9 @@ XAPP = "xapp-1-A0123456789-1234567890123-" + "abcdef0123456789" * 4
         (f"CI_JOB {GITLAB}", "CI_JOB [REDACTED:gitlab_token]"),
         (f"//registry.npmjs.org/:_authToken={NPM}", "//registry.npmjs.org/:_authToken=[REDACTED:npm_token]"),
         (f"HF_TOKEN {HF}", "HF_TOKEN [REDACTED:huggingface_token]"),
+        # a key glued to a name by a hyphen (the telemetry review found `tool-sk-ant-...` kept whole)
+        ("tool-sk-ant-api03-" + "Ab9" * 12, "tool-[REDACTED:anthropic_key]"),
+        ("run-sk-proj-" + "Zz8" * 10, "run-[REDACTED:openai_key]"),
     ],
 )
 def test_the_gaps_the_review_found_are_redacted(text: str, expected: str) -> None:
