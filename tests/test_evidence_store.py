@@ -69,3 +69,17 @@ def test_a_cut_tail_is_named_even_with_the_manifest_fixed(history: Store, tmp_pa
             z.writestr(name, data)
     problems = [str(p) for p in verify_bundle(str(forged)).problems]
     assert any(p.startswith(f"{member} row 1: the chain ends after row 0 but 1 rows were written") for p in problems), problems
+
+
+def test_bytes_flipped_inside_the_zip_are_a_named_finding_not_a_crash(history: Store, tmp_path: Path) -> None:  # noqa: F811
+    out = tmp_path / "r.zip"
+    export_run(history, "r", out)
+    member = "runs/r/audit_events.jsonl"
+    with zipfile.ZipFile(out) as z:
+        info = z.getinfo(member)
+    raw = bytearray(out.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)  # the local header's size
+    raw[start + info.compress_size // 2] ^= 0xFF
+    out.write_bytes(bytes(raw))
+    problems = [str(p) for p in verify_bundle(str(out)).problems]
+    assert any(p.startswith(f"{member}: cannot be read from the zip") for p in problems), problems

@@ -27,6 +27,7 @@ import hashlib
 import json
 import re
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -108,21 +109,32 @@ class BundleReader:
         return name in self._info
 
     def digest(self, name: str) -> Member:
-        """The sha256 and size of a member's bytes, read in chunks (artifacts may be large)."""
+        """The sha256 and size of a member's bytes, read in chunks (artifacts may be large).
+
+        Raises:
+            BundleError: the zip's own data for it is damaged (its CRC or compression)."""
         h = hashlib.sha256()
         size = 0
-        with self.zip.open(self._info[name]) as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-                size += len(chunk)
+        try:
+            with self.zip.open(self._info[name]) as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+                    size += len(chunk)
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+            raise BundleError(f"cannot be read from the zip ({exc}): its bytes were changed in the file") from exc
         return Member(name, h.hexdigest(), size)
 
     def read(self, name: str) -> bytes:
+        """Raises:
+        BundleError: too large to be a JSON member, or damaged in the zip."""
         info = self._info[name]
         if info.file_size > MAX_JSON_MEMBER_BYTES:
             raise BundleError(f"{name} says it is {info.file_size:,} bytes, over {MAX_JSON_MEMBER_BYTES:,}")
-        with self.zip.open(info) as f:
-            data = f.read(MAX_JSON_MEMBER_BYTES + 1)
+        try:
+            with self.zip.open(info) as f:
+                data = f.read(MAX_JSON_MEMBER_BYTES + 1)
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+            raise BundleError(f"cannot be read from the zip ({exc}): its bytes were changed in the file") from exc
         if len(data) > MAX_JSON_MEMBER_BYTES:
             raise BundleError(f"{name} is over {MAX_JSON_MEMBER_BYTES:,} bytes")
         return data

@@ -134,8 +134,9 @@ def _closed_head(report: BundleReport, folder: str, run_id: str, versions: list[
     state = last.get("state")
     closed = state.get("closed") if isinstance(state, dict) else None
     closed = closed if isinstance(closed, dict) else {}
-    held = (int(closed.get("count", 0)), closed.get("head") or "0" * 64)
-    given = heads.get("closed_items") or {}
+    held = (closed.get("count", 0), closed.get("head") or "0" * 64)
+    given = heads.get("closed_items")
+    given = given if isinstance(given, dict) else {}
     if (given.get("count"), given.get("head")) != held:
         report.bad(f"{folder}/task_state_versions.jsonl", line,
                    f"the state holds {held[0]} closed items with head {str(held[1])[:12]}..., but heads.json says "
@@ -155,7 +156,11 @@ def _load(report: BundleReport, folder: str, run_id: str, rows: dict[str, list[t
                 report.bad(f"{folder}/{table}.jsonl", line, f"does not parse: {str(exc).splitlines()[0]}")
         into[run_id] = parsed  # type: ignore[assignment]
     source.edits[run_id] = {int(r["edit_id"]): r for _line, r in rows.get("call_edits", []) if "edit_id" in r}
-    decisions = verify_decisions(source, run_id)
+    try:
+        decisions = verify_decisions(source, run_id)
+    except Exception as exc:  # a hostile bundle must get a finding, never a traceback
+        report.bad(f"{folder}/audit_events.jsonl", None, f"the decision checks could not run: {exc!r}")
+        return
     report.checked["signed decisions"] += decisions.checked
     for p in decisions.problems:
         m = _WHERE.match(p.where)

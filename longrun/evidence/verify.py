@@ -73,7 +73,11 @@ def _manifest(reader: BundleReader, report: BundleReport) -> tuple[dict[str, Any
         if not reader.has(name):
             report.bad(name, None, "is listed in the manifest but missing from the bundle: it was removed")
             continue
-        got = reader.digest(name)
+        try:
+            got = reader.digest(name)
+        except BundleError as exc:
+            report.bad(name, None, str(exc))
+            continue
         digests[name] = got.sha256
         report.checked["members (sha256 and size)"] += 1
         if (got.sha256, got.size) != (m.get("sha256"), m.get("size")):
@@ -113,7 +117,7 @@ def _signature(reader: BundleReader, report: BundleReport, body: bytes, keys: di
     try:
         sig = json.loads(reader.read(fmt.SIGNATURE))
         key_id, signature = str(sig["key_id"]), base64.b64decode(sig["signature"], validate=True)
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+    except (ValueError, KeyError, TypeError, binascii.Error, BundleError) as exc:
         report.bad(fmt.SIGNATURE, None, f"is not a signature record ({exc})")
         return
     cred = keys.get(key_id)
@@ -168,12 +172,17 @@ def verify_bundle(path: str, *, expect_signer: str | None = None) -> BundleRepor
         if reader.has(fmt.HEADS):
             try:
                 heads = json.loads(reader.read(fmt.HEADS))
-            except ValueError as exc:
-                report.bad(fmt.HEADS, None, f"is not JSON ({exc})")
+                assert isinstance(heads, dict), "not an object"
+            except (ValueError, BundleError, AssertionError) as exc:
+                report.bad(fmt.HEADS, None, f"is not a JSON object of heads ({exc})")
+                heads = {}
         else:
             report.bad(fmt.HEADS, None, "missing from the bundle")
         source = BundleSource(keys=keys)
         for run in manifest.get("runs") or []:
+            if not isinstance(run, dict):
+                report.bad(fmt.MANIFEST, None, f"a run entry is not an object: {run!r}")
+                continue
             run_id, folder = str(run.get("run_id")), str(run.get("dir"))
             report.runs.append(run_id)
             if folder != fmt.run_dir(run_id):
