@@ -19,12 +19,18 @@ row and the `credentials` table only (Temporal is not asked):
   skew between the host that revoked and the worker (`USE_GRACE_SECONDS`).
 
 Each failure names the audit row (or state version) and what is wrong with it.
+
+The rows come from a `DecisionSource`: the `Store` (`audit --verify`) or an evidence bundle
+(`longrun verify-bundle`, no database): the same checks either way. So this module imports no
+database driver.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
 
 from longrun.auth.check import Credential, Record, check_proof
 from longrun.errors import ProofRefused
@@ -32,6 +38,7 @@ from longrun.models.audit import (
     ApprovalGranted,
     ApprovalRejected,
     ApprovalRequested,
+    AuditEvent,
     GateVerdict,
     ScopeEnded,
     ScopeGranted,
@@ -40,7 +47,7 @@ from longrun.models.audit import (
 from longrun.models.canonical import action_hash
 from longrun.models.gate import GateRule
 from longrun.models.signed import CLOCK_SKEW_SECONDS, DecisionRecord, ScopeRecord, ScopeRevokeRecord
-from longrun.store import AuditRecord, Store
+from longrun.models.state import TaskState
 
 AUDIT_GRACE_SECONDS = 120
 """A decision row is written a moment after the grant verified its proof (a retried activity,
@@ -48,6 +55,39 @@ a slow database): judged at the row's time, the record may be up to this much pa
 USE_GRACE_SECONDS = CLOCK_SKEW_SECONDS
 """A revocation is stamped by the clock of the host that revoked, a use by the worker's: a use is
 flagged when it is later than the revocation by more than the clocks may disagree."""
+
+
+class AuditRow(Protocol):
+    """An audit row as the checks read it (`longrun.store.AuditRecord` is one)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def event(self) -> AuditEvent: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+
+
+class StateRow(Protocol):
+    """A state version as the checks read it (`longrun.store.StateVersionRecord` is one)."""
+
+    @property
+    def version(self) -> int: ...
+    @property
+    def state(self) -> TaskState: ...
+
+
+class DecisionSource(Protocol):
+    """Where the rows and keys come from: the `Store`, or an evidence bundle."""
+
+    def audit(self, run_id: str) -> Sequence[AuditRow]: ...
+    def state_history(self, run_id: str) -> Sequence[StateRow]: ...
+    def credential(self, key_id: str) -> Credential | None: ...
+    def call_edit(self, run_id: str, edit_id: int) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True)
@@ -77,7 +117,7 @@ class DecisionReport:
         return "; ".join(str(p) for p in self.problems)
 
 
-def _record_of(store: Store, rec: AuditRecord, principal: str) -> Record:
+def _record_of(store: DecisionSource, rec: AuditRow, principal: str) -> Record:
     proof = getattr(rec.event, "proof", None)
     if proof is None:
         raise ProofRefused("the decision carries no signed proof")
@@ -89,7 +129,7 @@ def _record_of(store: Store, rec: AuditRecord, principal: str) -> Record:
     return record
 
 
-def _check_granted(store: Store, run_id: str, e: ApprovalGranted, record: Record,
+def _check_granted(store: DecisionSource, run_id: str, e: ApprovalGranted, record: Record,
                    asked: ApprovalRequested | None) -> None:
     if not isinstance(record, DecisionRecord) or record.decision != "approve":
         raise ProofRefused("the signed record is not an approval")
@@ -125,7 +165,7 @@ def _check_scope(run_id: str, e: ScopeGranted, record: Record) -> None:
         raise ProofRefused("the row's scope (tools, paths, uses or expiry) is not the signed record's")
 
 
-def _check_used_in_time(credential: Credential | None, rec: AuditRecord, what: str) -> None:
+def _check_used_in_time(credential: Credential | None, rec: AuditRow, what: str) -> None:
     """A use must come before its signing key was revoked or expired (see `USE_GRACE_SECONDS`)."""
     if credential is None:
         return  # the grant itself was flagged: its key is not registered
@@ -137,7 +177,7 @@ def _check_used_in_time(credential: Credential | None, rec: AuditRecord, what: s
                                f"{ended:%Y-%m-%d %H:%M:%S} UTC: what a key granted is never used after that")
 
 
-def verify_decisions(store: Store, run_id: str) -> DecisionReport:
+def verify_decisions(store: DecisionSource, run_id: str) -> DecisionReport:
     """Re-verify every decision of the run (see the module docstring)."""
     problems: list[DecisionProblem] = []
     granted: dict[str, tuple[str, str]] = {}
@@ -216,4 +256,5 @@ def _first_per_place(problems: list[DecisionProblem]) -> list[DecisionProblem]:
     return out
 
 
-__all__ = ["AUDIT_GRACE_SECONDS", "USE_GRACE_SECONDS", "DecisionProblem", "DecisionReport", "verify_decisions"]
+__all__ = ["AUDIT_GRACE_SECONDS", "USE_GRACE_SECONDS", "AuditRow", "DecisionProblem", "DecisionReport", "DecisionSource",
+           "StateRow", "verify_decisions"]

@@ -24,7 +24,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from longrun.console import api, pages, starts
+from longrun.console import api, exports, pages, starts
 from longrun.console.body_limit import BodyLimit
 from longrun.console.context import Console
 from longrun.console.errors import ConsoleError, Unauthenticated
@@ -130,6 +130,7 @@ def create_app(console: Console) -> FastAPI:
 
     app.include_router(api.router)
     app.include_router(starts.router)
+    app.include_router(exports.router)
     app.include_router(pages.router)
     return app
 

@@ -239,13 +239,13 @@ class RunControl(_Event):
 
 class OperatorRequest(_Event):
     """A person asked the run to pause, resume, cancel, compact or take an instruction from the
-    console, which checked their session and operator role first. Written by the console before it
+    console (or downloaded its evidence bundle: `export`), which checked their session and operator role first. Written by the console before it
     sends the update (or instead of it, when refused), so the audit names who asked; the
     workflow's own `run_control` / `steered` event follows when the run did it."""
 
     kind: Literal["operator_request"] = "operator_request"
     principal: str
-    action: Literal["pause", "resume", "cancel", "say", "compact_now"]
+    action: Literal["pause", "resume", "cancel", "say", "compact_now", "export"]
     outcome: Literal["sent", "refused"]
     reason: str = ""
 

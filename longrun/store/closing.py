@@ -20,8 +20,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from longrun.models.canonical import canonical_json, chain_hash
+from longrun.models.chain import closed_item_payload
 from longrun.models.state import Approval, ClosedItems, Effect, EffectStatus, Scope, TaskState
-from longrun.store.chain import timestamp
 
 ClosedKind = Literal["effect", "approval", "scope"]
 
@@ -53,16 +53,6 @@ class SealedItem:
     prev_hash: str
     hash: str
     item_text: str
-
-
-def closed_item_payload(run_id: str, seq: int, kind: str, item_id: str, action_hash: str | None,
-                        call_ref: str | None, item: Any, state_version: int, created_at: datetime) -> dict[str, Any]:
-    """What a `closed_items` row's hash covers: every column but the two hash columns."""
-    return {
-        "table": "closed_items", "run_id": run_id, "seq": seq, "kind": kind, "item_id": item_id,
-        "action_hash": action_hash, "call_ref": call_ref, "item": item, "state_version": state_version,
-        "created_at": timestamp(created_at),
-    }
 
 
 def _effect_closed(e: Effect) -> bool:

@@ -61,10 +61,38 @@ async function decide(button) {
   }
 }
 
+async function download(button, box) {
+  // a POST with the CSRF token (the export is audited), saved through a blob URL
+  const run = document.body.dataset.runId;
+  const artifacts = box.querySelector('input[name="with_artifacts"]').checked;
+  button.disabled = true;
+  try {
+    const r = await fetch(`/api/runs/${encodeURIComponent(run)}/export?with_artifacts=${artifacts}`, {
+      method: "POST", credentials: "same-origin", headers: {"X-CSRF-Token": csrf()},
+    });
+    if (!r.ok) {
+      let data = {};
+      try { data = await r.json(); } catch (e) { data = {error: r.status + " " + r.statusText}; }
+      throw new Error(data.error || (r.status + " " + r.statusText));
+    }
+    const url = URL.createObjectURL(await r.blob());
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = (r.headers.get("Content-Disposition") || "").match(/filename="?([^";]+)/)?.[1] || "evidence.zip";
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    URL.revokeObjectURL(url);
+    say(box, "Downloaded. Check it anywhere with: longrun verify-bundle " + a.download, true);
+  } catch (e) { say(box, e.message, false); }
+  button.disabled = false;
+}
+
 async function operate(button) {
   const run = document.body.dataset.runId;
   const box = button.closest(".controls");
   const action = button.dataset.action;
+  if (action === "export") { download(button, box); return; }
   let body;
   if (action === "say") {
     const text = box.querySelector('input[name="say"]').value.trim();
