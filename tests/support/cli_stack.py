@@ -41,7 +41,9 @@ class Cli:
         self.env = {k: v for k, v in os.environ.items() if k not in CLEARED}
         self.env["LONGRUN_HOME"] = str(home)
 
-    def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def __call__(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        """A generous timeout: a hang still fails, but a loaded CI machine (load 20 on 2 cores was
+        seen) does not fail `start --wait` that would have finished."""
         done = subprocess.run([LONGRUN, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
         assert "Traceback" not in done.stderr, done.stderr
         return done
