@@ -206,8 +206,10 @@ async def fork_run(client: Client, store: Store, req: ForkRequest, *, task_queue
             git(Path(change.repo), "branch", "--no-track", branch, commit)
         except GitError as exc:
             raise ForkRefused(f"cannot create the fork's branch {branch} at {commit[:12]}: {exc}") from exc
+    last = store.transcript(req.run_id, after_seq=max(0, cut - 1), through_seq=cut)
     point = ForkPoint(parent_run_id=req.run_id, version=version.version, through_seq=cut, commit=commit,
-                      projection_version=projection.version if projection else None)
+                      projection_version=projection.version if projection else None,
+                      linked_before=max([version.created_at, *(e.created_at for e in last)]))
     try:
         store.create_fork(new_id, spec, state, point, actor=actor, objective_replaced=bool(req.objective))
     except BaseException:

@@ -58,6 +58,9 @@ class ForkPoint:
     through_seq: int
     commit: str | None
     projection_version: int | None
+    linked_before: datetime | None = None
+    """The parent's artifact links made by then (the fork point's time) are the fork's too: the
+    transcript's references resolve, and nothing the parent stored later does (None: all)."""
     """The parent's projection current at the fork point (None: it had not compacted yet); the
     fork gets it, and the facts saved with it, as its own projection 1."""
 
@@ -173,7 +176,8 @@ class LineageMixin(RunsMixin):
             # the parent's artifacts and tools, as they were at the fork point: the transcript's
             # references resolve, and the fork is held to the tools its parent was offered
             s.execute(text("INSERT INTO run_artifacts (run_id, sha256, created_at) SELECT :run, sha256, :now "
-                           "FROM run_artifacts WHERE run_id = :parent"), params)
+                           "FROM run_artifacts WHERE run_id = :parent AND created_at <= coalesce(:before, :now)"),
+                      {**params, "before": point.linked_before})
             s.execute(text(
                 "INSERT INTO run_tools (run_id, name, position, source, kind, needs_approval, schema_sha256, "
                 "input_schema, description, path_arg, content_arg, created_at) SELECT :run, name, position, source, "
