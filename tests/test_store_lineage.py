@@ -74,3 +74,23 @@ def test_a_fork_reads_its_parents_entries_through_the_fork_point_and_verifies_al
     with pytest.raises(DatabaseError, match="run_lineage is append-only"):
         with store.engine.begin() as conn:
             conn.execute(text("UPDATE run_lineage SET parent_version = 2 WHERE run_id = 'f'"))
+
+
+def test_runs_tree_puts_forks_and_subagents_under_their_parents(store: Store) -> None:
+    from longrun.service.commands.runs_tree import tree_lines
+
+    store.create_run("root", RunSpec(objective="review", workspace="/tmp"), opening=Message.user_text("go"))
+    store.create_run("root-sub", RunSpec(objective="Subagent brief: look", workspace="/tmp", read_only=True),
+                     parent_run_id="root")
+    fork(store, "root", "root-fork", 1, 1)
+    fork(store, "root-fork", "root-fork-fork", 1, 1)
+    lines = tree_lines(store, store.list_runs(limit=50))
+    at = {run: next(i for i, line in enumerate(lines) if line.lstrip(" │├└─").startswith(run + " "))
+          for run in ("root", "root-sub", "root-fork", "root-fork-fork")}
+    assert lines[at["root"]].startswith("root ")
+    assert lines[at["root-sub"]].startswith("├─ root-sub ") and lines[at["root-sub"]].endswith("(subagent)")
+    assert lines[at["root-fork"]].startswith("└─ root-fork ") and lines[at["root-fork"]].endswith("(fork at v1)")
+    assert lines[at["root-fork-fork"]].startswith("   └─ root-fork-fork ")
+    # a child listed without its parent names the parent on its line
+    alone = tree_lines(store, [r for r in store.list_runs(limit=50) if r.run_id == "root-fork-fork"])
+    assert alone == [next(line for line in alone)] and alone[0].endswith("(fork at v1 of root-fork)")
