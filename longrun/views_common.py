@@ -22,6 +22,7 @@ from longrun.models.audit import (
     EffectIntent,
     EffectSettled,
     ErrorRecorded,
+    ForkedFrom,
     GateVerdict,
     McpToolsListed,
     ModelCalled,
@@ -32,6 +33,7 @@ from longrun.models.audit import (
     ProviderContextManaged,
     RunControl,
     RunFinished,
+    RunForked,
     RunStarted,
     ScopeEnded,
     ScopeGranted,
@@ -171,6 +173,14 @@ def describe_event(rec: AuditRecord) -> str:
     if isinstance(e, McpToolsListed):
         skipped = f"; skipped: {clip('; '.join(e.skipped), 120)}" if e.skipped else ""
         return f"{len(e.tools)} MCP tool(s) listed (listing {e.listing_sha256[:12]}): {clip(', '.join(e.tools), 100)}{skipped}"
+    if isinstance(e, ForkedFrom):
+        on = f"; branch from {e.commit[:12]}" if e.commit else ""
+        return (f"forked from {e.parent_run_id} at state v{e.parent_version} (transcript through entry "
+                f"{e.parent_through_seq}) by {e.by}, model {e.model}{'; objective replaced' if e.objective_replaced else ''}"
+                f"{on}")
+    if isinstance(e, RunForked):
+        on = f"; branch from {e.commit[:12]}" if e.commit else ""
+        return f"fork {e.fork_run_id} made at state v{e.at_version} (transcript through entry {e.through_seq}) by {e.by}{on}"
     if isinstance(e, RunFinished):
         return f"{e.status}: {e.reason}"
     if isinstance(e, ErrorRecorded):

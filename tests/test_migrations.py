@@ -14,7 +14,7 @@ from longrun.store import Base, Store, current_revision, downgrade, head_revisio
 
 TABLES = {"runs", "task_states", "task_state_versions", "transcript_entries", "artifacts", "projections",
           "audit_events", "instructions", "principals", "credentials", "call_edits", "run_artifacts", "console_keys",
-          "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests"}
+          "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests", "run_lineage"}
 
 
 def _tables(url: str) -> set[str]:
@@ -43,11 +43,11 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert current_revision(url) is None
 
     migrate(url)
-    assert current_revision(url) == head_revision() == "0011"
+    assert current_revision(url) == head_revision() == "0013"
     assert _tables(url) == TABLES
     triggers = _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname")
     assert triggers == sorted([*(f"{t}_{kind}" for t in ("audit_events", "call_edits", "closed_items", "console_keys", "facts",
-                                                         "instructions", "projections", "run_artifacts", "run_requests", "run_tools", "task_state_versions",
+                                                         "instructions", "projections", "run_artifacts", "run_lineage", "run_requests", "run_tools", "task_state_versions",
                                                          "transcript_entries")
                                  for kind in ("append_only", "no_truncate")),
                                "credentials_no_truncate", "credentials_revoke_only", "principals_no_delete",
@@ -79,7 +79,7 @@ def test_0003_down_and_up_again_keeps_the_runs(empty_db_url: str) -> None:
     downgrade(url, "0002")
     assert current_revision(url) == "0002"
     assert _tables(url) == TABLES - {"instructions", "principals", "credentials", "call_edits", "run_artifacts",
-                                     "console_keys", "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests"}
+                                     "console_keys", "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests", "run_lineage"}
     assert not [t for t in _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
                 if t.startswith("instructions")]
 

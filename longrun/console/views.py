@@ -59,7 +59,7 @@ def category(r: AuditRecord) -> str:
         return "state"
     if isinstance(e, (RunControl, OperatorRequest, Steered)):
         return "control"
-    if isinstance(e, (RunStarted, RunFinished)):
+    if isinstance(e, (RunStarted, RunFinished)) or r.kind in ("forked_from", "run_forked"):
         return "run"
     if r.kind.startswith("notification"):
         return "notification"
@@ -173,7 +173,17 @@ def run_detail(c: Console, run_id: str, who: Principal | None, *, facts: bool = 
         "artifacts": artifacts, "audit_events": len(records), "workspace": run.spec.workspace,
         "finished": RunStatus(view.status).finished,
         "facts": run_facts(c, run_id) if facts else None,
+        **lineage_view(c, run_id),
     }
+
+
+def lineage_view(c: Console, run_id: str) -> dict[str, Any]:
+    """The run's family as the run page links it: the run it was forked from, and its forks."""
+    point = c.store.lineage(run_id)
+    parent = None if point is None else {"run_id": point.parent_run_id, "version": point.parent_version,
+                                         "through_seq": point.parent_through_seq, "commit": point.parent_commit}
+    forks = [{"run_id": f.run_id, "version": f.parent_version} for f in c.store.forks(run_id)]
+    return {"forked_from": parent, "forks": forks}
 
 
 def context_svg(c: Console, run_id: str) -> str:
@@ -208,5 +218,5 @@ def pending_approvals(c: Console, who: Principal, *, everything: bool = False,
     return out
 
 
-__all__ = ["can_decide", "category", "context_svg", "event_item", "facts_listing", "list_runs", "pending_approvals", "run_detail",
+__all__ = ["can_decide", "category", "context_svg", "event_item", "facts_listing", "lineage_view", "list_runs", "pending_approvals", "run_detail",
            "run_facts", "run_row", "timeline"]

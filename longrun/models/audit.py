@@ -286,6 +286,33 @@ class ChangeCommitted(_Event):
     how: Literal["ran", "reconciled"] = "ran"
 
 
+class ForkedFrom(_Event):
+    """This run is a fork (`longrun fork`): its task state is `parent_run_id`'s at `parent_version`
+    (approvals, scopes and requests dropped; settled effects as history only), its transcript is
+    the parent's through `parent_through_seq` by reference, and on git its branch starts at
+    `commit`. The first event after `run_started` of a fork."""
+
+    kind: Literal["forked_from"] = "forked_from"
+    parent_run_id: str
+    parent_version: int
+    parent_through_seq: int
+    commit: str | None = None
+    model: str
+    objective_replaced: bool = False
+    by: str
+
+
+class RunForked(_Event):
+    """A fork of this run was made (`longrun fork`): the other side of `forked_from`."""
+
+    kind: Literal["run_forked"] = "run_forked"
+    fork_run_id: str
+    at_version: int
+    through_seq: int
+    commit: str | None = None
+    by: str
+
+
 class RunFinished(_Event):
     kind: Literal["run_finished"] = "run_finished"
     status: Literal["completed", "failed", "cancelled"]
@@ -341,7 +368,7 @@ class NotificationFailed(_Event):
 
 
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | ForkedFrom | RunForked | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
     Field(discriminator="kind"),
 ]
 

@@ -13,7 +13,8 @@
     longrun compact-now RUN         compact the run's context after the current turn
     longrun audit RUN [--verify]    the full timeline from PostgreSQL, hash chains checked
     longrun usage RUN               tokens per model request
-    longrun runs                    list runs
+    longrun runs [--tree]           list runs (forks and subagents under their parents)
+    longrun fork RUN --at VERSION   a new run from RUN's state at a version (docs/OPERATIONS.md, Fork)
     longrun compact TRANSCRIPT      offline compaction of a transcript
     longrun serve                   the web console and JSON API (127.0.0.1:8780)
     longrun demo                    the whole thing on a sample project, in under two minutes

@@ -18,6 +18,7 @@ the audit log and queued instructions.
 | `console` | the console's sealed keys and its sessions |
 | `closed` | what the task state closed and moved out (`closing`: which items, and how they move) |
 | `run_tools` | the tools each run was offered at its start |
+| `lineage` | forks: making one, and who forked from whom (`run_lineage`) |
 | `verify` | `verify_chain` |
 
 The names below `Store` are re-exported here because callers import them from this module.
@@ -43,6 +44,7 @@ from longrun.store.core import (
     translate_db_error,
 )
 from longrun.store.instructions import InstructionsMixin
+from longrun.store.lineage import LineageMixin
 from longrun.store.principals import PrincipalsMixin
 from longrun.store.run_requests import RunRequestsMixin
 from longrun.store.run_tools import RunToolsMixin
@@ -51,7 +53,7 @@ from longrun.store.turn_reads import TurnReadsMixin
 from longrun.store.verify import VerifyMixin
 
 
-class Store(RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
+class Store(LineageMixin, RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
             VerifyMixin, RunToolsMixin, RunRequestsMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 

@@ -56,7 +56,8 @@ HASH_LEN = 64
 
 APPEND_ONLY_TABLES = ("task_state_versions", "transcript_entries", "projections", "audit_events", "instructions",
                       "run_artifacts", "facts", "closed_items", "run_tools")
-"""Tables whose rows are never updated or deleted (a trigger refuses it). `call_edits` is too, and
+"""Tables whose rows are never updated or deleted (a trigger refuses it). `call_edits` and
+`run_lineage` (migration 0013; `tests/test_store_lineage.py`) are too, and
 `credentials` may only be revoked (migration 0004; `tests/test_principals.py`)."""
 
 CHAINED_TABLES = ("task_state_versions", "transcript_entries", "audit_events", "closed_items")

@@ -48,22 +48,49 @@ calibration it updated (`calibration`, else NULL: kept): one statement for both.
 
 _COLUMNS = "t.seq, t.role, t.content, t.token_estimate, t.usage, t.turn, t.created_at, t.prev_hash, t.hash"
 
-_RANGE_SQL = f"""
+LINEAGE_SEGMENTS = """
+seg(run_id, lo, hi) AS (
+    SELECT %(run_id)s::varchar,
+           coalesce((SELECT l.parent_through_seq FROM run_lineage l WHERE l.run_id = %(run_id)s), 0),
+           2147483647
+    UNION ALL
+    SELECT l.parent_run_id,
+           coalesce((SELECT p.parent_through_seq FROM run_lineage p WHERE p.run_id = l.parent_run_id), 0),
+           least(seg.hi, l.parent_through_seq)
+    FROM seg JOIN run_lineage l ON l.run_id = seg.run_id
+)"""
+"""Whose entries a run's transcript is made of, as (run, after seq, through seq) segments: its own
+entries, and for a fork (`run_lineage`, migration 0013) its parent's through the fork point, that
+parent's parent's through its own fork point, and so on. A fork's own entries are numbered after
+its fork point, so the segments never overlap and `seq` stays dense along the lineage. A run that
+is no fork has one segment: its own entries."""
+
+VISIBLE_ENTRIES = ("WITH RECURSIVE " + LINEAGE_SEGMENTS + """, te AS (
+    SELECT e.* FROM seg JOIN transcript_entries e ON e.run_id = seg.run_id AND e.seq > seg.lo AND e.seq <= seg.hi
+)
+""")
+"""`te`: the entries a run's transcript holds, by reference along its lineage (never copied)."""
+
+_RANGE_SQL = VISIBLE_ENTRIES + f"""
 SELECT r.transcript_count AS head_count, r.transcript_head AS head_hash, {_COLUMNS}
-FROM runs r LEFT JOIN transcript_entries t
-  ON t.run_id = r.run_id AND t.seq > %(after)s::bigint
-    AND t.seq <= coalesce(%(through)s::bigint, 2147483647)
+FROM runs r LEFT JOIN te t
+  ON t.seq > %(after)s::bigint AND t.seq <= coalesce(%(through)s::bigint, 2147483647)
 WHERE r.run_id = %(run_id)s
 ORDER BY t.seq
 """
 
-_TAIL_SQL = f"""
+_TAIL_SQL = "WITH RECURSIVE " + LINEAGE_SEGMENTS + """, tw AS (
+    SELECT e.seq, e.token_estimate FROM seg JOIN transcript_entries e
+      ON e.run_id = seg.run_id AND e.seq > seg.lo AND e.seq <= seg.hi
+), te AS (
+    SELECT e.* FROM seg JOIN transcript_entries e ON e.run_id = seg.run_id AND e.seq > seg.lo AND e.seq <= seg.hi
+)""" + f"""
 SELECT r.transcript_count AS head_count, r.transcript_head AS head_hash, {_COLUMNS}
-FROM runs r LEFT JOIN transcript_entries t
-  ON t.run_id = r.run_id AND t.seq > greatest(%(after)s::bigint, coalesce((
+FROM runs r LEFT JOIN te t
+  ON t.seq > greatest(%(after)s::bigint, coalesce((
       SELECT max(w.seq) - 1 FROM (
         SELECT e.seq, sum(e.token_estimate) OVER (ORDER BY e.seq DESC) - e.token_estimate AS newer
-        FROM transcript_entries e WHERE e.run_id = %(run_id)s AND e.seq > %(after)s::bigint
+        FROM tw e WHERE e.seq > %(after)s::bigint
       ) w WHERE w.newer >= %(tokens)s::bigint), 0))
 WHERE r.run_id = %(run_id)s
 ORDER BY t.seq
@@ -72,10 +99,10 @@ ORDER BY t.seq
 oldest of them: the window sums only `seq` and `token_estimate`, so the contents of the older
 entries are neither read from TOAST nor sent."""
 
-_LAST_SQL = f"""
+_LAST_SQL = VISIBLE_ENTRIES + f"""
 SELECT r.transcript_count AS head_count, r.transcript_head AS head_hash, {_COLUMNS}
 FROM runs r LEFT JOIN LATERAL (
-    SELECT * FROM transcript_entries e WHERE e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1
+    SELECT * FROM te e ORDER BY e.seq DESC LIMIT 1
 ) t ON true
 WHERE r.run_id = %(run_id)s
 """

@@ -20,16 +20,16 @@ from longrun.store.artifacts import ArtifactsMixin
 from longrun.store.core import fetch_one
 from longrun.store.records import TranscriptRecord
 from longrun.store.state import StateMixin
-from longrun.store.transcript import TranscriptMixin
+from longrun.store.transcript import VISIBLE_ENTRIES, TranscriptMixin
 
 _HEAD = "t.state, t.state_version, r.state_head, r.transcript_count AS t_count, r.transcript_head AS t_head"
 
-_TURN_SQL = f"""
+_TURN_SQL = VISIBLE_ENTRIES + f"""
 SELECT {_HEAD}, r.calibration, e.seq, e.role, e.turn,
        p.version, p.base_state_version, p.covers_through_seq, p.content, p.report
 FROM task_states t JOIN runs r ON r.run_id = t.run_id
 LEFT JOIN LATERAL (
-    SELECT x.seq, x.role, x.turn FROM transcript_entries x WHERE x.run_id = r.run_id ORDER BY x.seq DESC LIMIT 1
+    SELECT x.seq, x.role, x.turn FROM te x ORDER BY x.seq DESC LIMIT 1
 ) e ON true
 LEFT JOIN LATERAL (
     SELECT * FROM projections x WHERE x.run_id = r.run_id ORDER BY x.version DESC LIMIT 1
@@ -37,10 +37,10 @@ LEFT JOIN LATERAL (
 WHERE t.run_id = %(run_id)s
 """
 
-_CALL_SQL = f"""
+_CALL_SQL = VISIBLE_ENTRIES + f"""
 SELECT {_HEAD}, e.seq, e.role, e.content, e.token_estimate, e.usage, e.turn, e.created_at, e.prev_hash, e.hash
 FROM task_states t JOIN runs r ON r.run_id = t.run_id
-LEFT JOIN transcript_entries e ON e.run_id = r.run_id AND e.seq = %(seq)s
+LEFT JOIN te e ON e.seq = %(seq)s
 WHERE t.run_id = %(run_id)s
 """
 

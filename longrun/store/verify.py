@@ -23,9 +23,13 @@ from longrun.store.tables import (
     RunRow,
     TaskStateRow,
     TaskStateVersionRow,
-    TranscriptEntryRow,
 )
 from longrun.store.tables_closed import ClosedItemRow
+from longrun.store.transcript import VISIBLE_ENTRIES
+
+_ENTRIES_SQL = VISIBLE_ENTRIES + """
+SELECT run_id, seq, role, content, token_estimate, usage, turn, created_at, prev_hash, hash FROM te ORDER BY seq
+"""
 
 
 class VerifyMixin(StoreCore):
@@ -63,10 +67,11 @@ class VerifyMixin(StoreCore):
             if problem:
                 return verdict("task_state_versions", problem.row, problem.reason)
 
-            entries = s.scalars(select(TranscriptEntryRow).where(TranscriptEntryRow.run_id == run_id)
-                                .order_by(TranscriptEntryRow.seq))
+            # a fork's transcript starts with its parent's entries (by reference): each is hashed
+            # under the run that wrote it, and the fork's own first entry chains on the last of them
+            entries = s.connection().exec_driver_sql(_ENTRIES_SQL, {"run_id": run_id})
             problem = check_chain(
-                (ChainRow(r.seq, transcript_payload(run_id, r.seq, r.role, r.content, r.token_estimate, r.usage,
+                (ChainRow(r.seq, transcript_payload(r.run_id, r.seq, r.role, r.content, r.token_estimate, r.usage,
                                                     r.turn, r.created_at), r.prev_hash, r.hash) for r in entries),
                 run.transcript_head, run.transcript_count,
             )

@@ -34,6 +34,7 @@ from longrun.service.commands.common import (
     stack,
     usage_error,
 )
+from longrun.service.commands.runs_tree import lineage_lines, tree_lines
 from longrun.service.commands.watch import Watcher, answer_commands, describe_pending
 from longrun.service.start_request import DirtyWorkspace, InvalidStart, StartRequest
 from longrun.store import Store
@@ -125,6 +126,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     r = sub.add_parser("runs", help="list runs, newest first", description="List runs recorded in PostgreSQL.")
     r.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    r.add_argument("--tree", action="store_true", help="forks and subagents indented under the run they came from")
     add_json(r)
     r.set_defaults(func=cmd_runs)
 
@@ -298,6 +300,11 @@ async def cmd_status(args: argparse.Namespace) -> int:
             data = view.model_dump(mode="json")
             data["scopes"] = [scope_view(sc) for sc in scopes]
             src, _, note = source.partition(": ")
+            point = store.lineage(args.run)
+            data["forked_from"] = None if point is None else {
+                "run_id": point.parent_run_id, "version": point.parent_version, "through_seq": point.parent_through_seq,
+                "commit": point.parent_commit}
+            data["forks"] = [f.run_id for f in store.forks(args.run)]
             data.update(source=src, note=note or None, approvers=spec.approvers, objective=spec.objective,
                         context={"last_request_tokens": last, "limit": limit, "trigger": trigger},
                         sandbox={"mode": spec.sandbox, "allow_network": spec.allow_network, "last_command": used})
@@ -309,7 +316,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 ]
             print_json(data)
         else:
-            for line in status_lines(view, source, spec, last, used):
+            for line in status_lines(view, source, spec, last, used) + lineage_lines(store, args.run):
                 say(line)
             for sc in scopes:
                 v = scope_view(sc)
@@ -338,11 +345,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store = open_store_only()
     try:
         runs = store.list_runs(limit=max(1, args.limit))
+        tree = tree_lines(store, runs) if args.tree and not args.json else []
     finally:
         store.engine.dispose()
     if args.json:
         print_json([{"run_id": r.run_id, "status": r.status, "model": r.model, "objective": r.spec.objective,
                      "workspace": r.spec.workspace, "created_at": r.created_at, "reason": r.reason} for r in runs])
+        return EXIT_OK
+    if tree:
+        say("\n".join(tree))
         return EXIT_OK
     if not runs:
         say("no runs yet: start one with `longrun start --objective ... --workspace ...` (or try `longrun demo`)")
