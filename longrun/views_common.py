@@ -32,6 +32,7 @@ from longrun.models.audit import (
     ProviderContextManaged,
     RunControl,
     RunFinished,
+    RunRetention,
     RunStarted,
     ScopeEnded,
     ScopeGranted,
@@ -173,6 +174,11 @@ def describe_event(rec: AuditRecord) -> str:
         return f"{len(e.tools)} MCP tool(s) listed (listing {e.listing_sha256[:12]}): {clip(', '.join(e.tools), 100)}{skipped}"
     if isinstance(e, RunFinished):
         return f"{e.status}: {e.reason}"
+    if isinstance(e, RunRetention):
+        if e.action != "prune":
+            return f"{e.action}ned by {e.by}"
+        counts = ", ".join(f"{n} {table}" for table, n in sorted(e.pruned.items()) if n) or "nothing"
+        return f"bodies pruned by {e.by}: {counts} ({e.bytes_freed:,} bytes freed; hashes and tombstones kept)"
     if isinstance(e, ErrorRecorded):
         return f"{e.where}: {e.message}"
     if isinstance(e, (NotificationAttempt, NotificationDelivered, NotificationFailed)):

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from longrun.errors import RunNotFoundError, StaleStateError, StoreError
+from longrun.errors import ArtifactPruned, RunNotFoundError, StaleStateError, StoreError
 from longrun.models import Message, Projection, sha256_hex, utcnow
 from longrun.models.context import CompactionReport
 from longrun.store.core import (
@@ -43,6 +43,7 @@ from longrun.store.core import (
 )
 from longrun.store.facts import FactsMixin
 from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
+from longrun.store.tombstone import placeholder, tombstone_of
 
 _PUT_SQL = """
 INSERT INTO artifacts (sha256, data, media_type, size, created_at)
@@ -76,7 +77,7 @@ WHERE r.run_id = %(run_id)s OR r.parent_run_id = %(run_id)s
 """The run, its children and its parent."""
 
 _FAMILY_GET_SQL = f"""
-SELECT a.data FROM artifacts a
+SELECT a.data, a.pruned_at, a.size FROM artifacts a
 WHERE a.sha256 = %(sha256)s
   AND EXISTS (SELECT FROM run_artifacts l WHERE l.sha256 = a.sha256 AND l.run_id IN ({_FAMILY}))
 """
@@ -96,6 +97,14 @@ FROM runs r LEFT JOIN LATERAL (
 WHERE r.run_id = %(run_id)s
 """
 """The newest projection, joined from the `runs` row: no row means no such run, NULLs no projection."""
+
+
+def _unless_pruned(sha256: str, row: Any) -> bytes:
+    """An artifact's bytes, or `ArtifactPruned` naming its tombstone when they were pruned."""
+    data, pruned_at, size = row
+    if pruned_at is not None:
+        raise ArtifactPruned(sha256, placeholder(pruned_at, sha256, int(size)))
+    return bytes(data)
 
 
 class ArtifactsMixin(FactsMixin):
@@ -158,7 +167,7 @@ class ArtifactsMixin(FactsMixin):
                 raise InvalidInputError(
                     f"no artifact with sha256 {sha256} belongs to this run, its parent or its children"
                 )
-            return bytes(row[0])
+            return _unless_pruned(sha256, row)
 
         return self._autocommit("get_family_artifact", read)
 
@@ -190,11 +199,11 @@ class ArtifactsMixin(FactsMixin):
 
         def read(c: psycopg.Connection) -> bytes:
             # binary results: the bytes as they are, not hex text to decode
-            row = c.execute("SELECT data FROM artifacts WHERE sha256 = %(sha256)s", {"sha256": sha256},
-                            binary=True).fetchone()
+            row = c.execute("SELECT data, pruned_at, size FROM artifacts WHERE sha256 = %(sha256)s",
+                            {"sha256": sha256}, binary=True).fetchone()
             if row is None:
                 raise StoreError(f"no artifact with sha256 {sha256}: it was never stored (check the reference)")
-            return bytes(row[0])
+            return _unless_pruned(sha256, row)
 
         return self._autocommit("get_artifact", read)
 
@@ -279,7 +288,13 @@ class ArtifactsMixin(FactsMixin):
 
     @staticmethod
     def _projection(run_id: str, row: Any) -> Projection:
-        """A projection of a `projections` row (an ORM row or a named tuple with its columns)."""
+        """A projection of a `projections` row (an ORM row or a named tuple with its columns); a
+        pruned one has the tombstone's placeholder as its summary and no messages."""
+        pruned = tombstone_of(row.content)
+        if pruned is not None:
+            return Projection(version=row.version, base_state_version=row.base_state_version,
+                              covers_through_seq=row.covers_through_seq, summary=pruned.placeholder(), messages=[],
+                              report=CompactionReport.model_validate(row.report))
         try:
             return Projection(
                 version=row.version, base_state_version=row.base_state_version,

@@ -19,6 +19,7 @@ the audit log and queued instructions.
 | `closed` | what the task state closed and moved out (`closing`: which items, and how they move) |
 | `run_tools` | the tools each run was offered at its start |
 | `verify` | `verify_chain` |
+| `retention` | pinning runs, pruning finished runs' bodies to tombstones (`tombstone`) |
 
 The names below `Store` are re-exported here because callers import them from this module.
 """
@@ -44,6 +45,7 @@ from longrun.store.core import (
 )
 from longrun.store.instructions import InstructionsMixin
 from longrun.store.principals import PrincipalsMixin
+from longrun.store.retention import RetentionMixin
 from longrun.store.run_requests import RunRequestsMixin
 from longrun.store.run_tools import RunToolsMixin
 from longrun.store.runs import RunsMixin
@@ -52,7 +54,7 @@ from longrun.store.verify import VerifyMixin
 
 
 class Store(RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
-            VerifyMixin, RunToolsMixin, RunRequestsMixin):
+            VerifyMixin, RunToolsMixin, RunRequestsMixin, RetentionMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.
