@@ -4,7 +4,8 @@ and the projections compaction writes (the compacted view of a run's transcript)
 Rules:
 
 - an artifact is named by the sha256 of its bytes; storing the same bytes again is a no-op, and
-  nothing ever changes stored bytes;
+  nothing ever changes stored bytes, except `longrun prune` (migration 0014), which empties the
+  bytes no unpruned run links to; storing them again puts them back (`longrun_restore_artifact`);
 - a run that stores an artifact is linked to it (`run_artifacts`, migration 0005), and a run reads
   artifacts only within its family: itself, its parent and its children (`get_family_artifact`,
   `resolve_family_artifact_prefix`, what `read_artifact` uses). The bytes are global, the right
@@ -46,11 +47,15 @@ from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
 from longrun.store.tombstone import placeholder, tombstone_of
 
 _PUT_SQL = """
-INSERT INTO artifacts (sha256, data, media_type, size, created_at)
-VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
-ON CONFLICT (sha256) DO NOTHING
+WITH put AS (
+    INSERT INTO artifacts (sha256, data, media_type, size, created_at)
+    VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
+    ON CONFLICT (sha256) DO NOTHING
+)
+SELECT longrun_restore_artifact(%(sha256)s, %(data)b)
 """
-"""One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op."""
+"""One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op, except
+that it puts back the bytes of an artifact `longrun prune` emptied (migration 0014)."""
 
 _LINK_SQL = """
 INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
@@ -62,8 +67,10 @@ WITH put AS (
     INSERT INTO artifacts (sha256, data, media_type, size, created_at)
     VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
     ON CONFLICT (sha256) DO NOTHING
+), back AS (
+    SELECT longrun_restore_artifact(%(sha256)s, %(data)b)
 )
-INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
+INSERT INTO run_artifacts (run_id, sha256, created_at) SELECT %(run_id)s, %(sha256)s, %(now)s FROM back
 ON CONFLICT (run_id, sha256) DO NOTHING
 """
 """`_PUT_SQL` and `_LINK_SQL` in one statement, one round trip (a tool result is stored on every

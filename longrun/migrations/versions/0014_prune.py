@@ -12,6 +12,10 @@
   Privilege is the real barrier: the app role keeps SELECT and INSERT only on these tables, so
   setting the flag gains it nothing (`tests/test_prune.py` shows it); the flag keeps an owner's
   stray UPDATE refused as before. `longrun.store.retention` is the only writer.
+- `longrun_restore_artifact(sha256, bytes)` (SECURITY DEFINER, EXECUTE granted to the app role):
+  puts back the bytes of a pruned artifact, only when they hash to its name. Artifacts are shared
+  by content, so a new run that stores bytes an old pruned run also stored gets them back with
+  its own `put_artifact` (the app role may not UPDATE `artifacts` itself).
 
 Downgrade restores the plain triggers and drops the columns; it fails while a pruned artifact
 exists (its empty bytes break the old size check): the bodies cannot come back.
@@ -67,11 +71,23 @@ def upgrade() -> None:
         op.execute(f"DROP TRIGGER {table}_append_only ON {table}")
         op.execute(f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
                    f"FOR EACH ROW EXECUTE FUNCTION longrun_refuse_change_except_prune({args})")
+    op.execute(
+        """
+        CREATE FUNCTION longrun_restore_artifact(digest text, bytes bytea) RETURNS void
+        LANGUAGE sql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+            UPDATE artifacts SET data = bytes, pruned_at = NULL
+            WHERE sha256 = digest AND pruned_at IS NOT NULL AND encode(sha256(bytes), 'hex') = digest
+        $$
+        """
+    )
+    op.execute("REVOKE ALL ON FUNCTION longrun_restore_artifact(text, bytea) FROM PUBLIC")
+    op.execute(f"GRANT EXECUTE ON FUNCTION longrun_restore_artifact(text, bytea) TO {app_role_name()}")
     op.execute(f"GRANT UPDATE (pinned) ON runs TO {app_role_name()}")
 
 
 def downgrade() -> None:
     op.execute(f"REVOKE UPDATE (pinned) ON runs FROM {app_role_name()}")
+    op.execute("DROP FUNCTION longrun_restore_artifact(text, bytea)")
     for table in BODIES:
         op.execute(f"DROP TRIGGER {table}_append_only ON {table}")
         op.execute(f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
