@@ -5,7 +5,8 @@ Rules:
 
 - an artifact is named by the sha256 of its bytes; storing the same bytes again is a no-op, and
   nothing ever changes stored bytes, except `longrun prune` (migration 0014), which empties the
-  bytes no unpruned run links to; storing them again puts them back (`longrun_restore_artifact`);
+  bytes no unpruned run links to; storing them again puts them back (`_RESTORE_SQL`, a second
+  statement only then);
 - a run that stores an artifact is linked to it (`run_artifacts`, migration 0005), and a run reads
   artifacts only within its family: itself, its parent and its children (`get_family_artifact`,
   `resolve_family_artifact_prefix`, what `read_artifact` uses). The bytes are global, the right
@@ -46,35 +47,43 @@ from longrun.store.facts import FactsMixin
 from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
 from longrun.store.tombstone import placeholder, tombstone_of
 
-_PUT_SQL = """
+_PRUNED_BEFORE = """
+SELECT EXISTS (SELECT FROM artifacts a WHERE a.sha256 = %(sha256)s AND a.size > 0 AND octet_length(a.data) = 0)
+"""
+"""Whether the bytes were stored before and pruned since (`longrun prune` empties them, keeping the
+size; migration 0014): read in the snapshot the put started from, so a fresh insert says no."""
+
+_PUT_SQL = f"""
 WITH put AS (
     INSERT INTO artifacts (sha256, data, media_type, size, created_at)
     VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
     ON CONFLICT (sha256) DO NOTHING
 )
-SELECT longrun_restore_artifact(%(sha256)s, %(data)b)
-"""
-"""One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op, except
-that it puts back the bytes of an artifact `longrun prune` emptied (migration 0014)."""
+{_PRUNED_BEFORE}"""
+"""One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op. It
+answers whether the stored bytes had been pruned (then `_RESTORE_SQL` puts them back)."""
 
 _LINK_SQL = """
 INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
 ON CONFLICT (run_id, sha256) DO NOTHING
 """
 
-_PUT_LINKED_SQL = """
+_PUT_LINKED_SQL = f"""
 WITH put AS (
     INSERT INTO artifacts (sha256, data, media_type, size, created_at)
     VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
     ON CONFLICT (sha256) DO NOTHING
-), back AS (
-    SELECT longrun_restore_artifact(%(sha256)s, %(data)b)
+), link AS (
+    INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
+    ON CONFLICT (run_id, sha256) DO NOTHING
 )
-INSERT INTO run_artifacts (run_id, sha256, created_at) SELECT %(run_id)s, %(sha256)s, %(now)s FROM back
-ON CONFLICT (run_id, sha256) DO NOTHING
-"""
+{_PRUNED_BEFORE}"""
 """`_PUT_SQL` and `_LINK_SQL` in one statement, one round trip (a tool result is stored on every
 tool call): the foreign keys are checked at the statement's end, where the new bytes are seen."""
+
+_RESTORE_SQL = "SELECT longrun_restore_artifact(%(sha256)s, %(data)b)"
+"""Bytes a pruned run emptied, stored again by a live run: put back (only if they hash to the
+name; a SECURITY DEFINER function, as the app role may not UPDATE `artifacts`, migration 0014)."""
 
 _FAMILY = """
 SELECT r.run_id FROM runs r
@@ -138,9 +147,11 @@ class ArtifactsMixin(FactsMixin):
         def write(c: psycopg.Connection) -> None:
             params = {"sha256": digest, "data": blob, "media_type": media_type, "size": len(blob), "now": utcnow()}
             if run_id is None:
-                c.execute(_PUT_SQL, params)
+                pruned = c.execute(_PUT_SQL, params).fetchone()
             else:
-                self._link(c, run_id, digest, params["now"], sql=_PUT_LINKED_SQL, params=params)
+                pruned = self._link(c, run_id, digest, params["now"], sql=_PUT_LINKED_SQL, params=params)
+            if pruned is not None and pruned[0] is True:
+                c.execute(_RESTORE_SQL, params)
 
         self._autocommit("put_artifact", write)
         return digest
@@ -154,9 +165,11 @@ class ArtifactsMixin(FactsMixin):
 
     @staticmethod
     def _link(c: psycopg.Connection, run_id: str, sha256: str, now: Any, *, sql: str = _LINK_SQL,
-              params: dict[str, Any] | None = None) -> None:
+              params: dict[str, Any] | None = None) -> Any:
+        """Run `sql` (a link, or a put and link) and return its first row, if it has one."""
         try:
-            c.execute(sql, {**(params or {}), "run_id": run_id, "sha256": sha256, "now": now})
+            cur = c.execute(sql, {**(params or {}), "run_id": run_id, "sha256": sha256, "now": now})
+            return cur.fetchone() if cur.description else None
         except psycopg.errors.ForeignKeyViolation as exc:
             if "run_id" in str(exc):
                 raise RunNotFoundError(run_id) from exc
