@@ -26,6 +26,8 @@ from longrun.models.spec import RunSpec
 from longrun.service.cli import main
 from longrun.store import Store, libpq_url
 from longrun.store.roles import app_role_url, ensure_login
+from tests.support.harness import running_worker
+from tests.support.policy import PlanProvider
 
 LONGRUN = str(Path(sys.executable).parent / "longrun")
 BODY = "the tool printed a secret-free but long line of output {i} " * 40
@@ -144,6 +146,30 @@ def test_prune_keeps_the_proofs_and_spares_unfinished_pinned_and_recent_runs(
     assert _bodies(store, pinned)[0][0].startswith("[pruned on ")
     assert _audit_kinds(store, pinned) == ["retention:pin", "retention:unpin", "retention:prune"]
     assert store.verify_chain(pinned).ok and store.verify_chain(running).ok and store.verify_chain(recent).ok
+
+
+@pytest.mark.slow
+async def test_a_real_run_pruned_still_passes_audit_verify(
+        db_url: str, app_url: str, cli_env: None, temporal_client, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("the notes say hello\n" * 50)
+    plan = [[("read_file", {"path": "notes.txt"})], [("record_decision", {"summary": "keep", "reason": "fine"})],
+            [("set_next_action", {"next_action": "stop"})]]
+    with Store.from_url(app_url) as app_store:
+        async with running_worker(temporal_client, app_store, provider=PlanProvider(plan=plan)) as h:
+            run_id = await h.start(RunSpec(objective="read and stop", workspace=str(ws)))
+            assert (await h.result(run_id)).status == "completed"
+    with _owner(db_url) as conn:
+        conn.execute("UPDATE runs SET updated_at = now() - interval '2 days' WHERE run_id = %s", (run_id,))
+
+    assert main(["prune", "--older-than", "1d"]) == 0
+    assert f"pruned {run_id}" in capsys.readouterr().out
+    assert main(["audit", run_id, "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "chain verified" in out and "bodies pruned" in out and "the notes say hello" not in out
+    assert "[pruned on " in out
 
 
 def test_a_family_is_kept_while_any_of_it_runs_or_its_parent_is_pinned(
