@@ -168,8 +168,10 @@ async def test_a_real_run_pruned_still_passes_audit_verify(
     assert f"pruned {run_id}" in capsys.readouterr().out
     assert main(["audit", run_id, "--verify"]) == 0
     out = capsys.readouterr().out
-    assert "chain verified" in out and "bodies pruned" in out and "the notes say hello" not in out
-    assert "[pruned on " in out
+    assert "chain verified" in out and "bodies pruned" in out and "[pruned on " in out
+    # the file's text is gone from the transcript; the audit keeps its short, hash-chained preview
+    previews = [line for line in out.splitlines() if "the notes say hello" in line]
+    assert len(previews) == 1 and "tool_ran" in previews[0]
 
 
 def test_a_family_is_kept_while_any_of_it_runs_or_its_parent_is_pinned(
