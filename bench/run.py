@@ -25,7 +25,7 @@ from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ("synthetic", "real_sessions", "store", "orchestration", "long", "retention", "retention_ablation", "conformance",
-         "redaction", "redaction_eval", "console", "extraction")
+         "redaction", "redaction_eval", "console", "extraction", "growth")
 
 
 MODULES = {
@@ -33,7 +33,7 @@ MODULES = {
     "orchestration": "bench.orchestration", "long": "bench.long_run", "retention": "bench.retention.run",
     "retention_ablation": "bench.retention.ablation", "conformance": "bench.conformance", "redaction": "bench.redaction",
     "redaction_eval": "bench.redaction_eval", "console": "bench.console_load",
-    "extraction": "bench.extraction",
+    "extraction": "bench.extraction", "growth": "bench.growth",
 }
 """Each benchmark's module (its `run() -> Section`), imported only when it runs: some need
 extras (the peer's SDK) that the others do not."""

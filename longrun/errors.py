@@ -9,7 +9,8 @@
     │   ├── StoreUnavailable        transient: the database restarts, refuses connections, or
     │   │                           aborts a transaction (40001/40P01) once too often: try again
     │   ├── AppendOnlyViolation     UPDATE/DELETE on an append-only table
-    │   └── ChainBroken             a hash chain does not verify
+    │   ├── ChainBroken             a hash chain does not verify
+    │   └── ArtifactPruned          the artifact's bytes were pruned (`longrun prune`); its tombstone
     ├── ProviderError               a model provider failed
     │   ├── ContextOverflow         the request was too long for the model's window
     │   ├── RetryableProviderError  408/409/429/5xx/529: try again (maybe after retry_after)
@@ -89,6 +90,17 @@ class AppendOnlyViolation(StoreError):
 
 class ChainBroken(StoreError):
     """A hash chain does not verify; names the first bad row."""
+
+
+class ArtifactPruned(StoreError):
+    """The artifact's bytes were pruned with its finished run (`longrun prune`); only its sha256
+    and size are kept. The message is the tombstone readers show."""
+
+    def __init__(self, sha256: str, tombstone: str) -> None:
+        self.sha256 = sha256
+        self.tombstone = tombstone
+        super().__init__(f"artifact {sha256[:12]}… {tombstone}: its run was pruned; read it from the run's export "
+                         "bundle if one was kept")
 
 
 class ProviderError(LongrunError):

@@ -34,6 +34,7 @@ from longrun.models.audit import (
     RunControl,
     RunFinished,
     RunForked,
+    RunRetention,
     RunStarted,
     ScopeEnded,
     ScopeGranted,
@@ -183,6 +184,11 @@ def describe_event(rec: AuditRecord) -> str:
         return f"fork {e.fork_run_id} made at state v{e.at_version} (transcript through entry {e.through_seq}) by {e.by}{on}"
     if isinstance(e, RunFinished):
         return f"{e.status}: {e.reason}"
+    if isinstance(e, RunRetention):
+        if e.action != "prune":
+            return f"{e.action}ned by {e.by}"
+        counts = ", ".join(f"{n} {table}" for table, n in sorted(e.pruned.items()) if n) or "nothing"
+        return f"bodies pruned by {e.by}: {counts} ({e.bytes_freed:,} bytes freed; hashes and tombstones kept)"
     if isinstance(e, ErrorRecorded):
         return f"{e.where}: {e.message}"
     if isinstance(e, (NotificationAttempt, NotificationDelivered, NotificationFailed)):

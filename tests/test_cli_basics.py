@@ -18,7 +18,7 @@ COMMANDS = [
     ["dev"], ["dev", "up"], ["dev", "down"], ["dev", "status"], ["worker"], ["start"], ["status"], ["watch"],
     ["runs"], ["approve"], ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"],
     ["usage"], ["compact"], ["facts"], ["demo"], ["approvers"], ["approvers", "add"], ["approvers", "list"],
-    ["approvers", "revoke"], ["grant"], ["revoke-grant"],
+    ["approvers", "revoke"], ["grant"], ["revoke-grant"], ["prune"], ["pin"], ["unpin"],
 ]
 
 
@@ -35,7 +35,7 @@ def test_every_reporting_command_takes_json() -> None:
     for command in (["dev", "up"], ["dev", "status"], ["start"], ["status"], ["watch"], ["runs"], ["approve"],
                     ["reject"], ["pause"], ["resume"], ["cancel"], ["say"], ["compact-now"], ["audit"], ["usage"],
                     ["compact"], ["facts"], ["approvers", "add"], ["approvers", "list"], ["approvers", "revoke"], ["grant"],
-                    ["revoke-grant"]):
+                    ["revoke-grant"], ["prune"], ["pin"], ["unpin"]):
         sub = parser
         for word in command:
             sub = next(a for a in sub._actions

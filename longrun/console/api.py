@@ -30,7 +30,7 @@ from longrun.console.auth import Me, Principal, check_csrf, check_origin, client
 from longrun.console.context import Console
 from longrun.console.errors import Conflict, Forbidden, NotFound
 from longrun.console.session_cookie import clear_cookie, set_cookie
-from longrun.errors import ApprovalError, ApprovalNotFound, RunNotFoundError
+from longrun.errors import ApprovalError, ApprovalNotFound, ArtifactPruned, RunNotFoundError
 from longrun.models.audit import (
     ApprovalGranted,
     ApprovalRejected,
@@ -363,6 +363,8 @@ async def artifact(run_id: str, sha256: str, request: Request, p: Me) -> Respons
         data = await asyncio.to_thread(c.store.get_family_artifact, run_id, sha256)
     except InvalidInputError as exc:
         raise NotFound(f"run {run_id} has no artifact {sha256}: the run page links the ones it has") from exc
+    except ArtifactPruned as exc:  # shown, not failed: the tombstone is what is left of the bytes
+        data = exc.tombstone.encode()
     return Response(data, media_type="text/plain; charset=utf-8",
                     headers={"Content-Disposition": f'inline; filename="{sha256[:12]}.txt"'})
 

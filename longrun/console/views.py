@@ -25,6 +25,7 @@ from longrun.models.audit import (
     OperatorRequest,
     RunControl,
     RunFinished,
+    RunRetention,
     RunStarted,
     ScopeEnded,
     ScopeGranted,
@@ -59,7 +60,7 @@ def category(r: AuditRecord) -> str:
         return "state"
     if isinstance(e, (RunControl, OperatorRequest, Steered)):
         return "control"
-    if isinstance(e, (RunStarted, RunFinished)) or r.kind in ("forked_from", "run_forked"):
+    if isinstance(e, (RunStarted, RunFinished, RunRetention)) or r.kind in ("forked_from", "run_forked"):
         return "run"
     if r.kind.startswith("notification"):
         return "notification"

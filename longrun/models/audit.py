@@ -319,6 +319,18 @@ class RunFinished(_Event):
     reason: str
 
 
+class RunRetention(_Event):
+    """An operator pinned or unpinned a finished run, or `longrun prune` replaced its bodies by
+    tombstones (`longrun.store.retention`). `pruned` counts the bodies per table, `bytes_freed`
+    their bytes; `audit --verify` accepts a tombstone only in a run that has a `prune` event."""
+
+    kind: Literal["retention"] = "retention"
+    action: Literal["pin", "unpin", "prune"]
+    by: str
+    pruned: dict[str, int] = Field(default_factory=dict)
+    bytes_freed: int = 0
+
+
 class ErrorRecorded(_Event):
     kind: Literal["error"] = "error"
     where: str
@@ -368,7 +380,7 @@ class NotificationFailed(_Event):
 
 
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | ForkedFrom | RunForked | RunFinished | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | ForkedFrom | RunForked | RunFinished | RunRetention | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
     Field(discriminator="kind"),
 ]
 

@@ -13,6 +13,7 @@
     longrun compact-now RUN         compact the run's context after the current turn
     longrun audit RUN [--verify]    the full timeline from PostgreSQL, hash chains checked
     longrun usage RUN               tokens per model request
+    longrun prune --older-than 90d  drop finished runs' bodies, keep their proofs (pin|unpin RUN)
     longrun runs [--tree]           list runs (forks and subagents under their parents)
     longrun fork RUN --at VERSION   a new run from RUN's state at a version (docs/OPERATIONS.md, Fork)
     longrun compact TRANSCRIPT      offline compaction of a transcript

@@ -4,7 +4,9 @@ and the projections compaction writes (the compacted view of a run's transcript)
 Rules:
 
 - an artifact is named by the sha256 of its bytes; storing the same bytes again is a no-op, and
-  nothing ever changes stored bytes;
+  nothing ever changes stored bytes, except `longrun prune` (migration 0014), which empties the
+  bytes no unpruned run links to; storing them again puts them back (`_RESTORE_SQL`, a second
+  statement only then);
 - a run that stores an artifact is linked to it (`run_artifacts`, migration 0005), and a run reads
   artifacts only within its family: itself, its parent and its children (`get_family_artifact`,
   `resolve_family_artifact_prefix`, what `read_artifact` uses). The bytes are global, the right
@@ -26,7 +28,7 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from longrun.errors import RunNotFoundError, StaleStateError, StoreError
+from longrun.errors import ArtifactPruned, RunNotFoundError, StaleStateError, StoreError
 from longrun.models import Message, Projection, sha256_hex, utcnow
 from longrun.models.context import CompactionReport
 from longrun.store.core import (
@@ -43,30 +45,45 @@ from longrun.store.core import (
 )
 from longrun.store.facts import FactsMixin
 from longrun.store.tables import ArtifactRow, ProjectionRow, TaskStateRow
+from longrun.store.tombstone import placeholder, tombstone_of
 
-_PUT_SQL = """
-INSERT INTO artifacts (sha256, data, media_type, size, created_at)
-VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
-ON CONFLICT (sha256) DO NOTHING
+_PRUNED_BEFORE = """
+SELECT EXISTS (SELECT FROM artifacts a WHERE a.sha256 = %(sha256)s AND a.size > 0 AND octet_length(a.data) = 0)
 """
-"""One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op."""
+"""Whether the bytes were stored before and pruned since (`longrun prune` empties them, keeping the
+size; migration 0014): read in the snapshot the put started from, so a fresh insert says no."""
+
+_PUT_SQL = f"""
+WITH put AS (
+    INSERT INTO artifacts (sha256, data, media_type, size, created_at)
+    VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
+    ON CONFLICT (sha256) DO NOTHING
+)
+{_PRUNED_BEFORE}"""
+"""One statement: the bytes go in binary (`%b`, not as hex text); a second put is a no-op. It
+answers whether the stored bytes had been pruned (then `_RESTORE_SQL` puts them back)."""
 
 _LINK_SQL = """
 INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
 ON CONFLICT (run_id, sha256) DO NOTHING
 """
 
-_PUT_LINKED_SQL = """
+_PUT_LINKED_SQL = f"""
 WITH put AS (
     INSERT INTO artifacts (sha256, data, media_type, size, created_at)
     VALUES (%(sha256)s, %(data)b, %(media_type)s, %(size)s, %(now)s)
     ON CONFLICT (sha256) DO NOTHING
+), link AS (
+    INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
+    ON CONFLICT (run_id, sha256) DO NOTHING
 )
-INSERT INTO run_artifacts (run_id, sha256, created_at) VALUES (%(run_id)s, %(sha256)s, %(now)s)
-ON CONFLICT (run_id, sha256) DO NOTHING
-"""
+{_PRUNED_BEFORE}"""
 """`_PUT_SQL` and `_LINK_SQL` in one statement, one round trip (a tool result is stored on every
 tool call): the foreign keys are checked at the statement's end, where the new bytes are seen."""
+
+_RESTORE_SQL = "SELECT longrun_restore_artifact(%(sha256)s, %(data)b)"
+"""Bytes a pruned run emptied, stored again by a live run: put back (only if they hash to the
+name; a SECURITY DEFINER function, as the app role may not UPDATE `artifacts`, migration 0014)."""
 
 _FAMILY = """
 SELECT r.run_id FROM runs r
@@ -76,7 +93,7 @@ WHERE r.run_id = %(run_id)s OR r.parent_run_id = %(run_id)s
 """The run, its children and its parent."""
 
 _FAMILY_GET_SQL = f"""
-SELECT a.data FROM artifacts a
+SELECT a.data, a.pruned_at, a.size FROM artifacts a
 WHERE a.sha256 = %(sha256)s
   AND EXISTS (SELECT FROM run_artifacts l WHERE l.sha256 = a.sha256 AND l.run_id IN ({_FAMILY}))
 """
@@ -96,6 +113,14 @@ FROM runs r LEFT JOIN LATERAL (
 WHERE r.run_id = %(run_id)s
 """
 """The newest projection, joined from the `runs` row: no row means no such run, NULLs no projection."""
+
+
+def _unless_pruned(sha256: str, row: Any) -> bytes:
+    """An artifact's bytes, or `ArtifactPruned` naming its tombstone when they were pruned."""
+    data, pruned_at, size = row
+    if pruned_at is not None:
+        raise ArtifactPruned(sha256, placeholder(pruned_at, sha256, int(size)))
+    return bytes(data)
 
 
 class ArtifactsMixin(FactsMixin):
@@ -122,9 +147,11 @@ class ArtifactsMixin(FactsMixin):
         def write(c: psycopg.Connection) -> None:
             params = {"sha256": digest, "data": blob, "media_type": media_type, "size": len(blob), "now": utcnow()}
             if run_id is None:
-                c.execute(_PUT_SQL, params)
+                pruned = c.execute(_PUT_SQL, params).fetchone()
             else:
-                self._link(c, run_id, digest, params["now"], sql=_PUT_LINKED_SQL, params=params)
+                pruned = self._link(c, run_id, digest, params["now"], sql=_PUT_LINKED_SQL, params=params)
+            if pruned is not None and pruned[0] is True:
+                c.execute(_RESTORE_SQL, params)
 
         self._autocommit("put_artifact", write)
         return digest
@@ -138,9 +165,11 @@ class ArtifactsMixin(FactsMixin):
 
     @staticmethod
     def _link(c: psycopg.Connection, run_id: str, sha256: str, now: Any, *, sql: str = _LINK_SQL,
-              params: dict[str, Any] | None = None) -> None:
+              params: dict[str, Any] | None = None) -> Any:
+        """Run `sql` (a link, or a put and link) and return its first row, if it has one."""
         try:
-            c.execute(sql, {**(params or {}), "run_id": run_id, "sha256": sha256, "now": now})
+            cur = c.execute(sql, {**(params or {}), "run_id": run_id, "sha256": sha256, "now": now})
+            return cur.fetchone() if cur.description else None
         except psycopg.errors.ForeignKeyViolation as exc:
             if "run_id" in str(exc):
                 raise RunNotFoundError(run_id) from exc
@@ -158,7 +187,7 @@ class ArtifactsMixin(FactsMixin):
                 raise InvalidInputError(
                     f"no artifact with sha256 {sha256} belongs to this run, its parent or its children"
                 )
-            return bytes(row[0])
+            return _unless_pruned(sha256, row)
 
         return self._autocommit("get_family_artifact", read)
 
@@ -190,11 +219,11 @@ class ArtifactsMixin(FactsMixin):
 
         def read(c: psycopg.Connection) -> bytes:
             # binary results: the bytes as they are, not hex text to decode
-            row = c.execute("SELECT data FROM artifacts WHERE sha256 = %(sha256)s", {"sha256": sha256},
-                            binary=True).fetchone()
+            row = c.execute("SELECT data, pruned_at, size FROM artifacts WHERE sha256 = %(sha256)s",
+                            {"sha256": sha256}, binary=True).fetchone()
             if row is None:
                 raise StoreError(f"no artifact with sha256 {sha256}: it was never stored (check the reference)")
-            return bytes(row[0])
+            return _unless_pruned(sha256, row)
 
         return self._autocommit("get_artifact", read)
 
@@ -279,7 +308,13 @@ class ArtifactsMixin(FactsMixin):
 
     @staticmethod
     def _projection(run_id: str, row: Any) -> Projection:
-        """A projection of a `projections` row (an ORM row or a named tuple with its columns)."""
+        """A projection of a `projections` row (an ORM row or a named tuple with its columns); a
+        pruned one has the tombstone's placeholder as its summary and no messages."""
+        pruned = tombstone_of(row.content)
+        if pruned is not None:
+            return Projection(version=row.version, base_state_version=row.base_state_version,
+                              covers_through_seq=row.covers_through_seq, summary=pruned.placeholder(), messages=[],
+                              report=CompactionReport.model_validate(row.report))
         try:
             return Projection(
                 version=row.version, base_state_version=row.base_state_version,

@@ -98,6 +98,10 @@ class RunRow(Base):
     audit_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     created_at: Mapped[datetime] = now_col()
     updated_at: Mapped[datetime] = now_col()
+    pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
+    """Never pruned while set (`longrun pin`; migration 0014)."""
+    pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """When `longrun prune` replaced the run's bodies by tombstones (`longrun.store.retention`)."""
 
     __table_args__ = (
         CheckConstraint("status IN ('running', 'waiting_approval', 'paused', 'completed', 'failed', 'cancelled')",
@@ -173,9 +177,13 @@ class ArtifactRow(Base):
     media_type: Mapped[str] = mapped_column(String(200), nullable=False)
     size: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime] = now_col()
+    pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    """Set when the bytes were pruned (no run that links them is unpruned): `data` is empty,
+    `size` says how many bytes there were (migration 0014)."""
 
     __table_args__ = (
-        CheckConstraint("size = octet_length(data)", name="size_matches"),
+        CheckConstraint("size = octet_length(data) OR (pruned_at IS NOT NULL AND octet_length(data) = 0)",
+                        name="size_matches"),
         CheckConstraint("sha256 ~ '^[0-9a-f]{64}$'", name="sha256_hex"),
     )
 

@@ -27,6 +27,7 @@ from longrun.store.appends import ChainAppendMixin
 from longrun.store.chain import transcript_payload
 from longrun.store.core import MAX_MESSAGE_BYTES, calibration_json, check_int, check_text_size, fetch, fields, validate
 from longrun.store.records import TranscriptRecord
+from longrun.store.tombstone import tombstone_of
 
 _APPEND_SQL = """
 WITH upd AS (
@@ -211,8 +212,10 @@ class TranscriptMixin(ChainAppendMixin):
 
     @staticmethod
     def _transcript_record(run_id: str, r: Any) -> TranscriptRecord:
+        pruned = tombstone_of(r.content)
         try:
-            message = Message.model_validate(r.content)
+            message = Message.model_validate(r.content if pruned is None else
+                                             {"role": r.role, "content": [{"type": "text", "text": pruned.placeholder()}]})
             usage = None if r.usage is None else Usage.model_validate(r.usage)
         except ValidationError as exc:
             raise StoreError(f"transcript entry {r.seq} of run {run_id} does not parse: {fields(exc)}") from exc

@@ -1,10 +1,24 @@
 """The `longrun` subcommands, one module per group. Each module has `register(subparsers)`,
 which adds its parsers with `func` set to a handler `(args) -> int` (sync or async)."""
 
-from longrun.service.commands import approvers, audit, control, dev, diff, evidence, facts, fork, runs, serve, show
+from longrun.service.commands import (
+    approvers,
+    audit,
+    control,
+    dev,
+    diff,
+    evidence,
+    facts,
+    fork,
+    retention,
+    runs,
+    serve,
+    show,
+)
 
-GROUPS = (dev, runs, fork, control, approvers, show, diff, facts, audit, evidence, serve)
+GROUPS = (dev, runs, fork, control, approvers, show, diff, facts, audit, evidence, retention, serve)
 
 __all__ = [
-    "GROUPS", "approvers", "audit", "control", "dev", "diff", "evidence", "facts", "fork", "runs", "serve", "show",
+    "GROUPS", "approvers", "audit", "control", "dev", "diff", "evidence", "facts", "fork", "retention", "runs", "serve",
+    "show",
 ]
