@@ -23,6 +23,8 @@ from longrun.models.context import CompactionReport, FactRow, Projection
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import ModelRequest, ModelResponse, Usage
 from longrun.models.state import TaskState
+from longrun.providers.base import Provider
+from longrun.telemetry.metrics import request_outcome
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +117,7 @@ class ModelActivities(ActivityBase):
             estimated = estimate_request(request)
             calibrated = calibration.apply(estimated)
             with self.heartbeating():
-                response = provider.complete(request)
-            if response.stop_reason == "model_context_window_exceeded":
-                raise ContextOverflow("the model stopped: model_context_window_exceeded")
+                response = self._complete(provider, request)
         except ProviderError as exc:
             self.audit(run_id, ErrorRecorded(where="model_call", message=self.redactor.redact(str(exc))))
             if isinstance(exc, ContextOverflow):
@@ -158,6 +158,25 @@ class ModelActivities(ActivityBase):
                 compaction_readable=r.compaction_readable, summary_tokens=summary_tokens, applied_edits=r.applied_edits,
             ))
         return self._result(seq, message, response.usage, tokens, replayed=False, estimated=estimated, calibrated=calibrated)
+
+    def _complete(self, provider: Provider, request: ModelRequest) -> ModelResponse:
+        """The provider's answer to `request`, counted in the worker's metrics by outcome.
+
+        Raises:
+            ContextOverflow: the provider refused the request as too long, or stopped at its window.
+            ProviderError: the provider failed otherwise."""
+        metrics = self.deps.metrics
+        try:
+            response = provider.complete(request)
+            if response.stop_reason == "model_context_window_exceeded":
+                raise ContextOverflow("the model stopped: model_context_window_exceeded")
+        except Exception as exc:
+            if metrics is not None:
+                metrics.model_request(provider.name, request_outcome(exc))
+            raise
+        if metrics is not None:
+            metrics.model_request(provider.name, request_outcome(None))
+        return response
 
     def _summary_beside(self, run_id: str, response: ModelResponse, request: ModelRequest) -> str | None:
         """longrun's structured summary for an opaque provider compaction (None otherwise)."""

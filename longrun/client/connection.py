@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import Runtime
 
 from longrun.errors import StackNotRunning
 from longrun.store import Store, make_engine
@@ -12,14 +13,16 @@ from longrun.store import Store, make_engine
 HINT_UP = "run `longrun dev up` to start the embedded stack, or set LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS"
 
 
-async def connect_temporal(target: str, namespace: str) -> Client:
-    """A Temporal client with the pydantic data converter every longrun workflow uses.
+async def connect_temporal(target: str, namespace: str, *, runtime: Runtime | None = None) -> Client:
+    """A Temporal client with the pydantic data converter every longrun workflow uses (on
+    `runtime`, else the SDK's default one).
 
     Raises:
         StackNotRunning: Temporal does not answer at `target`.
     """
     try:
-        return await Client.connect(target, namespace=namespace, data_converter=pydantic_data_converter)
+        return await Client.connect(target, namespace=namespace, data_converter=pydantic_data_converter,
+                                    runtime=runtime)
     except Exception as exc:
         raise StackNotRunning(f"Temporal does not answer at {target} ({exc}); {HINT_UP}") from exc
 

@@ -19,6 +19,7 @@ the audit log and queued instructions.
 | `closed` | what the task state closed and moved out (`closing`: which items, and how they move) |
 | `run_tools` | the tools each run was offered at its start |
 | `verify` | `verify_chain` |
+| `overview` | counts over every run, for the console's `/metrics` |
 
 The names below `Store` are re-exported here because callers import them from this module.
 """
@@ -43,6 +44,7 @@ from longrun.store.core import (
     translate_db_error,
 )
 from longrun.store.instructions import InstructionsMixin
+from longrun.store.overview import OverviewMixin
 from longrun.store.principals import PrincipalsMixin
 from longrun.store.run_requests import RunRequestsMixin
 from longrun.store.run_tools import RunToolsMixin
@@ -52,7 +54,7 @@ from longrun.store.verify import VerifyMixin
 
 
 class Store(RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
-            VerifyMixin, RunToolsMixin, RunRequestsMixin):
+            VerifyMixin, RunToolsMixin, RunRequestsMixin, OverviewMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

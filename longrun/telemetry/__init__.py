@@ -1,0 +1,1 @@
+"""What longrun tells an operator about its runs: Prometheus metrics (`metrics`)."""
