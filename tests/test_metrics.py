@@ -178,3 +178,21 @@ def test_a_taken_metrics_port_stops_the_worker_with_what_to_do(cli: Cli, metrics
     assert done.returncode != 0
     assert f"cannot serve metrics on 127.0.0.1:{port}" in done.stderr
     assert "choose a free port with --metrics-port" in done.stderr
+
+
+def test_a_worker_labels_at_most_max_models_models_and_counts_the_rest_as_other() -> None:
+    """The model label is the one a run's spec chooses: whoever may start runs must not be able to
+    grow a worker's series without bound."""
+    from longrun.models.audit import ModelCalled
+    from longrun.models.provider import Usage
+    from longrun.telemetry.metrics import MAX_MODELS, WorkerMetrics
+
+    metrics = WorkerMetrics(process=False)
+    names = [f"openai-compatible:model-{i}" for i in range(MAX_MODELS + 5)]
+    metrics.observe([ModelCalled(turn=1, model=m, transcript_seq=2, usage=Usage(input_tokens=10, output_tokens=1),
+                                 estimated_tokens=10, calibrated_tokens=10, stop_reason="end_turn") for m in names])
+    labelled = {s.labels["model"] for f in metrics.registry.collect() for s in f.samples if "model" in s.labels}
+    assert len(labelled) == MAX_MODELS + 1 and "other" in labelled
+    unpriced = {s.labels["model"]: s.value for f in metrics.registry.collect() for s in f.samples
+                if s.name == "longrun_model_unpriced_requests_total"}
+    assert unpriced["other"] == 5 and sum(unpriced.values()) == len(names)  # no price: never counted as free
