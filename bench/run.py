@@ -24,13 +24,13 @@ from pathlib import Path
 from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ("synthetic", "real_sessions", "store", "orchestration", "long", "retention", "retention_ablation", "conformance",
-         "redaction", "redaction_eval", "console", "extraction", "growth")
+ORDER = ("synthetic", "real_sessions", "store", "orchestration", "orchestration_metrics", "long", "retention",
+         "retention_ablation", "conformance", "redaction", "redaction_eval", "console", "extraction", "growth")
 
 
 MODULES = {
     "synthetic": "bench.synthetic", "real_sessions": "bench.real_sessions", "store": "bench.store",
-    "orchestration": "bench.orchestration", "long": "bench.long_run", "retention": "bench.retention.run",
+    "orchestration": "bench.orchestration", "orchestration_metrics": "bench.orchestration_metrics", "long": "bench.long_run", "retention": "bench.retention.run",
     "retention_ablation": "bench.retention.ablation", "conformance": "bench.conformance", "redaction": "bench.redaction",
     "redaction_eval": "bench.redaction_eval", "console": "bench.console_load",
     "extraction": "bench.extraction", "growth": "bench.growth",

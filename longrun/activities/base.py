@@ -33,6 +33,7 @@ from longrun.context import Calibration, fit_request, render_request
 from longrun.context.state_block import notes_budget
 from longrun.errors import ContextOverflow
 from longrun.mcp.registry import RunTools
+from longrun.models.audit import AuditEvent
 from longrun.models.blocks import ToolUseBlock
 from longrun.models.context import Projection, TranscriptItem
 from longrun.models.io import StateBrief
@@ -43,6 +44,7 @@ from longrun.models.state import TaskState
 from longrun.providers.base import Provider
 from longrun.redact import Redactor, default_redactor
 from longrun.store import Store, TranscriptRecord
+from longrun.telemetry.metrics import WorkerMetrics
 from longrun.tools.artifacts import RunArtifacts
 from longrun.tools.base import ToolContext
 from longrun.tools.recall import RunMemory
@@ -97,6 +99,8 @@ class Deps:
     """What a run spec may name on this worker: its MCP servers, `sandbox: none`, base URLs."""
     scope_max_ttl_seconds: int = DEFAULT_SCOPE_MAX_TTL_SECONDS
     """The longest a scope may stand (LONGRUN_SCOPE_MAX_TTL); `grant_scope` refuses a longer one."""
+    metrics: WorkerMetrics | None = None
+    """The worker's Prometheus metrics (None: nothing is counted)."""
 
 
 class ActivityBase(ScopedAccess):
@@ -110,6 +114,10 @@ class ActivityBase(ScopedAccess):
         self._specs_lock = threading.Lock()
         self._run_tools = RunTools(deps.trust.mcp)
         self._held = HeldRegistries()
+
+    def audited(self, events: list[AuditEvent]) -> None:
+        if self.deps.metrics is not None:
+            self.deps.metrics.observe(events)
 
     def spec(self, run_id: str) -> RunSpec:
         """The run's spec, from memory when this worker has read it recently (least recently

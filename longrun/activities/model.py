@@ -24,7 +24,9 @@ from longrun.models.context import CompactionReport, FactRow, Projection
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
 from longrun.models.provider import ModelRequest, ModelResponse, Usage
 from longrun.models.state import TaskState
+from longrun.providers.base import Provider
 from longrun.telemetry import spans
+from longrun.telemetry.metrics import request_outcome
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -127,11 +129,7 @@ class ModelActivities(ActivityBase):
             estimated = estimate_request(request)
             calibrated = calibration.apply(estimated)
             with self.heartbeating():
-                response = provider.complete(request)
-            spans.record_response(span, response.usage, response.stop_reason, response.model, request.max_tokens,
-                                  self.redactor)
-            if response.stop_reason == "model_context_window_exceeded":
-                raise ContextOverflow("the model stopped: model_context_window_exceeded")
+                response = self._complete(provider, request, span)
         except ProviderError as exc:
             self.audit(run_id, ErrorRecorded(where="model_call", message=self.redactor.redact(str(exc))))
             if isinstance(exc, ContextOverflow):
@@ -175,6 +173,28 @@ class ModelActivities(ActivityBase):
         log.info("model answered: turn %d, %s, %d tokens in, %d out, stop %s", inp.turn, provider.name,
                  response.usage.total_input, response.usage.output_tokens, response.stop_reason)
         return self._result(seq, message, response.usage, tokens, replayed=False, estimated=estimated, calibrated=calibrated)
+
+    def _complete(self, provider: Provider, request: ModelRequest, span: Span | None) -> ModelResponse:
+        """The provider's answer to `request`, counted in the worker's metrics by outcome and
+        recorded on the inference span (`span`: None while tracing is off).
+
+        Raises:
+            ContextOverflow: the provider refused the request as too long, or stopped at its window.
+            ProviderError: the provider failed otherwise."""
+        metrics = self.deps.metrics
+        try:
+            response = provider.complete(request)
+            spans.record_response(span, response.usage, response.stop_reason, response.model, request.max_tokens,
+                                  self.redactor)
+            if response.stop_reason == "model_context_window_exceeded":
+                raise ContextOverflow("the model stopped: model_context_window_exceeded")
+        except Exception as exc:
+            if metrics is not None:
+                metrics.model_request(provider.name, request_outcome(exc))
+            raise
+        if metrics is not None:
+            metrics.model_request(provider.name, request_outcome(None))
+        return response
 
     def _summary_beside(self, run_id: str, response: ModelResponse, request: ModelRequest) -> str | None:
         """longrun's structured summary for an opaque provider compaction (None otherwise)."""

@@ -278,6 +278,7 @@ class ScopedAccess:
         scope = self._slot.scope
         if scope is None:
             self.store.append_audit(run_id, event, actor=actor)
+            self.audited([event])
         else:
             scope.audits.append((run_id, event, actor))
 
@@ -292,3 +293,8 @@ class ScopedAccess:
         for run_id in dict.fromkeys(r for r, _e, _a in queued):
             batch = [(event, actor) for r, event, actor in queued if r == run_id]
             self.store.append_audits(run_id, batch)
+            self.audited([event for event, _actor in batch])
+
+    def audited(self, events: list[AuditEvent]) -> None:
+        """Called with each batch of events once it is in the audit (the worker's metrics count
+        them here, so a counter never shows what the audit does not)."""

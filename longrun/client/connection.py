@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import Runtime
 
 from longrun.errors import StackNotRunning
 from longrun.store import Store, make_engine
@@ -13,10 +14,11 @@ from longrun.telemetry.tracing import tracing_interceptors
 HINT_UP = "run `longrun dev up` to start the embedded stack, or set LONGRUN_DATABASE_URL and TEMPORAL_ADDRESS"
 
 
-async def connect_temporal(target: str, namespace: str) -> Client:
-    """A Temporal client with the pydantic data converter every longrun workflow uses, and
-    Temporal's tracing interceptor when the `OTEL_*` environment turns tracing on (a worker built
-    on the client inherits it: one trace from the start through the workflow to its activities).
+async def connect_temporal(target: str, namespace: str, *, runtime: Runtime | None = None) -> Client:
+    """A Temporal client with the pydantic data converter every longrun workflow uses (on
+    `runtime`, else the SDK's default one), and Temporal's tracing interceptor when the `OTEL_*`
+    environment turns tracing on (a worker built on the client inherits it: one trace from the
+    start through the workflow to its activities).
 
     Raises:
         StackNotRunning: Temporal does not answer at `target`.
@@ -25,7 +27,7 @@ async def connect_temporal(target: str, namespace: str) -> Client:
     interceptors = tracing_interceptors()
     try:
         return await Client.connect(target, namespace=namespace, data_converter=pydantic_data_converter,
-                                    interceptors=interceptors)
+                                    interceptors=interceptors, runtime=runtime)
     except Exception as exc:
         raise StackNotRunning(f"Temporal does not answer at {target} ({exc}); {HINT_UP}") from exc
 

@@ -13,6 +13,7 @@ only, no framing), `nosniff`, and a referrer only to the console itself.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -101,6 +103,13 @@ def create_app(console: Console) -> FastAPI:
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        """Prometheus counts over every run, without a session: counts only, no names, ids or
+        text (docs/OBSERVABILITY.md), read from PostgreSQL at most once per few seconds."""
+        body = await asyncio.to_thread(generate_latest, console.metrics)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(ConsoleError)
     async def console_error(request: Request, exc: ConsoleError) -> Response:

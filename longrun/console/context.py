@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
 from temporalio.client import Client
 
 from longrun.client.connection import connect_temporal
@@ -19,6 +20,7 @@ from longrun.console.views import sse_frame
 from longrun.errors import StackNotRunning
 from longrun.service.settings import Settings
 from longrun.store import Store
+from longrun.telemetry.overview import MIN_INTERVAL, console_registry
 
 
 @dataclass
@@ -33,7 +35,10 @@ class Console:
     secure_cookies: bool = False
     feed_interval: float = 0.25
     session_mac: SessionMac | None = None
+    metrics_interval: float = MIN_INTERVAL
+    """Seconds `/metrics` reuses one read of its counts for (`longrun.telemetry.overview`)."""
     feeds: Feeds = field(init=False)
+    metrics: CollectorRegistry = field(init=False)
     derivations: Derivations = field(default_factory=Derivations, init=False)
     refusals: RefusalBudget = field(default_factory=RefusalBudget, init=False)
     audits: AuditCache = field(init=False)
@@ -45,6 +50,7 @@ class Console:
             self.session_mac = load_session_mac(self.settings.home)
         self.audits = AuditCache(self.store)
         self.feeds = Feeds(self.store, interval=self.feed_interval, render=sse_frame)
+        self.metrics = console_registry(self.store, self.metrics_interval)
 
     async def client(self) -> Client:
         """The Temporal client, connected once.

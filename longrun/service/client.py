@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.runtime import Runtime
 
 from longrun.client.calls import Control, query_status, record_refusal
 from longrun.client.calls import control as _control
@@ -29,8 +30,9 @@ from longrun.service.settings import Settings
 from longrun.store import Store
 
 
-async def connect(settings: Settings) -> Client:
-    return await connect_temporal(settings.temporal_address, settings.namespace)
+async def connect(settings: Settings, *, runtime: Runtime | None = None) -> Client:
+    """A Temporal client for `settings` (on `runtime`: a worker that serves the SDK's metrics)."""
+    return await connect_temporal(settings.temporal_address, settings.namespace, runtime=runtime)
 
 
 def open_store(settings: Settings) -> Store:

@@ -32,6 +32,7 @@ from longrun.providers.registry import ModelProvider, ProviderRegistry
 from longrun.service.settings import Settings
 from longrun.store import Store
 from longrun.telemetry.log_context import LogContextInterceptor
+from longrun.telemetry.metrics import MetricsInterceptor, WorkerMetrics
 from longrun.telemetry.tracing import flush_tracing, has_tracing_interceptor, tracing_interceptors
 from longrun.tools import Tool, ToolRegistry, default_registry
 from longrun.tools.loading import with_custom_tools
@@ -119,8 +120,12 @@ def build_worker(
     workflows: Sequence[type] = (AgentRunWorkflow,),
     tools: Sequence[Tool] = (),
     providers: Mapping[str, ModelProvider] | None = None,
+    metrics: WorkerMetrics | None = None,
 ) -> Worker:
     """A worker for the run workflow and every activity, with the activity error mapping.
+
+    `metrics` (None: nothing is counted) receives what the activities do and how long each took
+    (`longrun.telemetry.metrics`); serving its registry is the caller's part (`run_worker`).
 
     `providers` adds model providers by prefix to the built-ins and entry points; a run naming a
     prefix none has fails at its start. A `provider_for` of the caller's replaces them all (and
@@ -142,6 +147,7 @@ def build_worker(
         worktrees=settings.home / "worktrees",
         trust=worker_trust(settings, _checked_models(provider_for, models)),
         scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
+        metrics=metrics,
     )
     activities = AgentActivities(deps)
     # a client made by `connect_temporal` already traces, and its worker inherits that; a client
@@ -156,20 +162,31 @@ def build_worker(
         activities=activities.all(),
         activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="longrun-activity"),
         max_concurrent_activities=ACTIVITY_THREADS,
-        interceptors=[*tracing, LogContextInterceptor(), ErrorMappingInterceptor()],
+        # the timing sees each attempt as Temporal does: after the error mapping
+        interceptors=[*tracing, LogContextInterceptor(), *([MetricsInterceptor(metrics)] if metrics else []),
+                      ErrorMappingInterceptor()],
     )
 
 
 async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None,
-                     tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None) -> None:
-    """Run a worker in the foreground until SIGINT/SIGTERM."""
+                     tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None,
+                     metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
+    """Run a worker in the foreground until SIGINT/SIGTERM.
+
+    With `metrics_port`, longrun's metrics are served at http://HOST:PORT/metrics and the Temporal
+    SDK's own (polls, task slots, schedule-to-start latency; prefixed `temporal_`) at PORT+1."""
     from longrun.service.client import connect, open_store
 
     settings = settings or Settings.from_env()
     registry = with_custom_tools(registry or default_registry(), tools)  # a taken name: refused before connecting
-    client = await connect(settings)
+    metrics, runtime = None, None
+    if metrics_port is not None:
+        from longrun.telemetry.serving import serve_worker_metrics
+
+        metrics, runtime = serve_worker_metrics(metrics_host, metrics_port)
+    client = await connect(settings, runtime=runtime)
     store = open_store(settings)
-    worker = build_worker(client, store, settings=settings, registry=registry, providers=providers)
+    worker = build_worker(client, store, settings=settings, registry=registry, providers=providers, metrics=metrics)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -179,5 +196,8 @@ async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry
         custom = ", ".join(t.name for t in tools) or "none"
         print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; MCP servers "
               f"offered: {offered}; custom tools: {custom}; Ctrl-C stops it", flush=True)
+        if metrics_port is not None:
+            print(f"metrics on http://{metrics_host}:{metrics_port}/metrics (longrun) and "
+                  f"http://{metrics_host}:{metrics_port + 1}/metrics (Temporal SDK)", flush=True)
         await stop.wait()
     flush_tracing()

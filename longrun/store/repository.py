@@ -21,6 +21,7 @@ the audit log and queued instructions.
 | `lineage` | forks: making one, and who forked from whom (`run_lineage`) |
 | `verify` | `verify_chain` |
 | `retention` | pinning runs, pruning finished runs' bodies to tombstones (`tombstone`) |
+| `overview` | counts over every run, for the console's `/metrics` |
 
 The names below `Store` are re-exported here because callers import them from this module.
 """
@@ -46,6 +47,7 @@ from longrun.store.core import (
 )
 from longrun.store.instructions import InstructionsMixin
 from longrun.store.lineage import LineageMixin
+from longrun.store.overview import OverviewMixin
 from longrun.store.principals import PrincipalsMixin
 from longrun.store.retention import RetentionMixin
 from longrun.store.run_requests import RunRequestsMixin
@@ -56,7 +58,7 @@ from longrun.store.verify import VerifyMixin
 
 
 class Store(LineageMixin, RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin,
-            ConsoleMixin, VerifyMixin, RunToolsMixin, RunRequestsMixin, RetentionMixin):
+            ConsoleMixin, VerifyMixin, RunToolsMixin, RunRequestsMixin, RetentionMixin, OverviewMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

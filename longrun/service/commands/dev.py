@@ -49,6 +49,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                         help="custom tools to offer, as package.module:attr (a tool made with @longrun.tool, or a "
                         "list of them); repeatable. A name that collides with a built-in or MCP tool is refused")
     add_log_format(worker)
+    worker.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics (longrun's) and PORT+1 (the "
+                        "Temporal SDK's); counts only, no run ids or text (docs/OBSERVABILITY.md)")
+    worker.add_argument("--metrics-host", default="127.0.0.1",
+                        help="address the metrics listen on (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)")
     worker.set_defaults(func=cmd_worker)
 
 
@@ -98,5 +103,5 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     from longrun.tools.loading import load_tools
 
     tools = [t for reference in args.tools for t in load_tools(reference)]
-    await run_worker(cfg, tools=tools)
+    await run_worker(cfg, tools=tools, metrics_port=args.metrics_port, metrics_host=args.metrics_host)
     return EXIT_OK
