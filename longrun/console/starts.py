@@ -27,13 +27,13 @@ from pydantic import ValidationError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from longrun.client import runs as api
+from longrun.client.start_request import InvalidStart, StartRequest, build_spec
 from longrun.console.auth import Me, Principal, check_csrf
 from longrun.console.context import Console
 from longrun.console.errors import Conflict, ConsoleError, Forbidden
 from longrun.errors import ConfigError, RunExistsError, RunNotFoundError
 from longrun.models.run import RunStatus
 from longrun.models.spec import RunSpec
-from longrun.service.start_request import InvalidStart, StartRequest, build_spec
 from longrun.store.tables_requests import KEY_MAX
 
 router = APIRouter(prefix="/api")

@@ -155,12 +155,12 @@ def build_worker(
 async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None,
                      tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None) -> None:
     """Run a worker in the foreground until SIGINT/SIGTERM."""
-    from longrun.service.client import connect, open_store
+    from longrun.client.connection import connect_temporal, open_database
 
     settings = settings or Settings.from_env()
     registry = with_custom_tools(registry or default_registry(), tools)  # a taken name: refused before connecting
-    client = await connect(settings)
-    store = open_store(settings)
+    client = await connect_temporal(settings.temporal_address, settings.namespace)
+    store = open_database(settings.database_url)
     worker = build_worker(client, store, settings=settings, registry=registry, providers=providers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

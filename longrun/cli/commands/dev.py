@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, print_json, say, settings
 from longrun.service import devstack
-from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, print_json, say, settings
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
