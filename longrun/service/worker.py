@@ -4,7 +4,8 @@ Several workers may run at once, on one machine or many; they share nothing but 
 Temporal server. Custom tools (`@longrun.tool`) are handed to it; a name that collides with a
 built-in or an MCP tool is refused here, at start:
 
-    worker = build_worker(client, store, tools=[search_logs, send_message])
+    longrun.Worker(tools=[search_logs, send_message]).run_sync()        # connects from the settings
+    worker = build_worker(client, store, tools=[search_logs, send_message])  # a client you hold
 
 Model providers come from a registry (longrun.providers.registry): the built-ins, those handed
 here (`providers={"echo": ModelProvider(...)}`, a prefix taken twice is refused at start) and
@@ -17,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Worker as TemporalWorker
 
 from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
 from longrun.activities.trust import WorkerTrust
@@ -117,7 +119,7 @@ def build_worker(
     workflows: Sequence[type] = (AgentRunWorkflow,),
     tools: Sequence[Tool] = (),
     providers: Mapping[str, ModelProvider] | None = None,
-) -> Worker:
+) -> TemporalWorker:
     """A worker for the run workflow and every activity, with the activity error mapping.
 
     `providers` adds model providers by prefix to the built-ins and entry points; a run naming a
@@ -141,7 +143,7 @@ def build_worker(
         scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
     )
     activities = AgentActivities(deps)
-    return Worker(
+    return TemporalWorker(
         client,
         task_queue=task_queue or settings.task_queue,
         workflows=list(workflows),
@@ -152,23 +154,95 @@ def build_worker(
     )
 
 
+class Worker:
+    """A longrun worker in your own process: the run workflow and every activity on one task queue,
+    with your tools and model providers. It connects from `settings` (default: the environment and
+    `longrun dev up`'s stack, as the CLI reads them) when it runs, and serves runs until `stop()`,
+    SIGINT or SIGTERM:
+
+        longrun.Worker(tools=[search_logs], providers={"local": LOCAL}).run_sync()
+
+    Args:
+        tools: your `@longrun.tool` tools, offered beside the built-ins.
+        providers: model providers by prefix (`{"local": ModelProvider(...)}`), beside the built-ins
+            and the `longrun.providers` entry points.
+        settings: where the stack is, and the worker's sandbox and trust (default `Settings.from_env()`).
+        task_queue: the queue to poll (default: the settings' one, `LONGRUN_TASK_QUEUE`).
+        registry: the tool registry to add `tools` to (default: the built-ins).
+
+    Raises:
+        ConfigError: at construction, before anything connects: a tool's name is taken by a built-in
+            (or another of `tools`), a tool is incomplete, or a provider takes a built-in's prefix.
+    """
+
+    def __init__(self, *, tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None,
+                 settings: Settings | None = None, task_queue: str | None = None,
+                 registry: ToolRegistry | None = None) -> None:
+        self.settings = settings or Settings.from_env()
+        self.task_queue = task_queue or self.settings.task_queue
+        self.tools = tuple(tools)
+        self.providers = dict(providers or {})
+        self.registry = with_custom_tools(registry or default_registry(), self.tools)
+        ProviderRegistry(self.providers, entry_points=False)  # a taken prefix: refused now, not at run
+        self._running: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    async def run(self, *, on_ready: Callable[[str], None] | None = None) -> None:
+        """Serve runs until `stop()`, SIGINT or SIGTERM (in the main thread), or until the task
+        running it is cancelled; in-flight activities are left to Temporal's retries.
+
+        Args:
+            on_ready: called with a line that says what the worker serves, once it polls.
+
+        Raises:
+            StackNotRunning: Temporal or PostgreSQL does not answer (the message says which).
+        """
+        from longrun.client.connection import connect_temporal, open_database
+
+        client = await connect_temporal(self.settings.temporal_address, self.settings.namespace)
+        store = open_database(self.settings.database_url)
+        loop, stopping = asyncio.get_running_loop(), asyncio.Event()
+        handled = []
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stopping.set)
+                handled.append(sig)
+        self._running = (loop, stopping)
+        try:
+            async with build_worker(client, store, settings=self.settings, registry=self.registry,
+                                    providers=self.providers, task_queue=self.task_queue):
+                if on_ready is not None:
+                    on_ready(self.describe())
+                await stopping.wait()
+        finally:
+            self._running = None
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            store.engine.dispose()
+
+    def run_sync(self) -> None:
+        """`run()` on a new event loop, for code that has none (a script's `__main__`)."""
+        asyncio.run(self.run())
+
+    def stop(self) -> None:
+        """Ask a running worker to stop (from any thread); `run()` then returns. A no-op when it
+        is not running."""
+        running = self._running
+        if running is not None:
+            loop, stopping = running
+            loop.call_soon_threadsafe(stopping.set)
+
+    def describe(self) -> str:
+        """What this worker serves, in one line (what `longrun worker` prints when it is ready)."""
+        offered = ", ".join(s.name for s in self.settings.mcp_servers) or "none"
+        custom = ", ".join(t.name for t in self.tools) or "none"
+        models = ", ".join(sorted(self.providers)) or "none"
+        return (f"longrun worker on task queue {self.task_queue!r} at {self.settings.temporal_address}; MCP servers "
+                f"offered: {offered}; custom tools: {custom}; custom model providers: {models}; Ctrl-C stops it")
+
+
 async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None,
                      tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None) -> None:
-    """Run a worker in the foreground until SIGINT/SIGTERM."""
-    from longrun.client.connection import connect_temporal, open_database
-
-    settings = settings or Settings.from_env()
-    registry = with_custom_tools(registry or default_registry(), tools)  # a taken name: refused before connecting
-    client = await connect_temporal(settings.temporal_address, settings.namespace)
-    store = open_database(settings.database_url)
-    worker = build_worker(client, store, settings=settings, registry=registry, providers=providers)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        offered = ", ".join(s.name for s in settings.mcp_servers) or "none"
-        custom = ", ".join(t.name for t in tools) or "none"
-        print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; MCP servers "
-              f"offered: {offered}; custom tools: {custom}; Ctrl-C stops it", flush=True)
-        await stop.wait()
+    """Run a worker in the foreground until SIGINT/SIGTERM, printing a line once it polls (the
+    function form of `Worker(...).run()`, for `longrun worker`)."""
+    worker = Worker(tools=tools, providers=providers, settings=settings, registry=registry)
+    await worker.run(on_ready=lambda line: print(line, flush=True))
