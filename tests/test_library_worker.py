@@ -1,54 +1,26 @@
 """`longrun.Worker` (issue 27): a worker started from your own code, with your `@longrun.tool` and
-your model provider, serving runs that `longrun.Client` starts. Public names only: `longrun` and
-`longrun.providers` (the provider protocol's types)."""
+your model provider, serving runs that `longrun.Client` starts; and `longrun worker --tools
+--providers`, the same from the command line. Public names only (`longrun`; the tool and the
+provider are in tests/support/counting.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
 import longrun
-from longrun import providers as lp
+from tests.support.counting import COUNTING, count_words
 
 pytestmark = pytest.mark.slow
 
-WORDS = "the quick brown fox jumps over the lazy dog"
-
-
-@longrun.tool
-def count_words(text: str) -> str:
-    """Count the words of a text.
-
-    Args:
-        text: the text to count.
-    """
-    return f"{len(text.split())} words, {len(set(text.split()))} distinct"
-
-
-class CountingPolicy:
-    """A scripted stand-in, not an LLM: calls count_words once, then ends quoting its result."""
-
-    def __init__(self, config: lp.ProviderConfig) -> None:
-        self.name, self.info = config.name, config.info
-
-    def complete(self, request: lp.ModelRequest) -> lp.ModelResponse:
-        blocks = [b for m in request.messages for b in m.content]
-        results = [str(b.content) for b in blocks if isinstance(b, lp.ToolResultBlock)]
-        usage = lp.Usage(input_tokens=self.count_tokens(request), output_tokens=10)
-        if not results:
-            call = lp.ToolUseBlock(id="toolu_count", name="count_words", input={"text": WORDS})
-            return lp.ModelResponse(content=[call], stop_reason="tool_use", usage=usage, model=self.name)
-        text = lp.TextBlock(text=f"The tool said: {results[0]}")
-        return lp.ModelResponse(content=[text], stop_reason="end_turn", usage=usage, model=self.name)
-
-    def count_tokens(self, request: lp.ModelRequest) -> int:
-        return len(request.model_dump_json()) // 4
-
-
-COUNTING = lp.ModelProvider(factory=CountingPolicy, models={"v1": (200_000, 4_096)})
+REPO = Path(__file__).resolve().parents[1]
 
 
 def point_settings_at(monkeypatch, temporal_env, db_url: str, home: Path) -> str:
@@ -103,3 +75,66 @@ def test_a_tool_whose_name_is_taken_is_refused_when_the_worker_is_made(monkeypat
         longrun.Worker(tools=[read_file])
     with pytest.raises(longrun.ConfigError, match="built-in"):
         longrun.Worker(providers={"anthropic": COUNTING})
+
+
+def spawn_worker(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "longrun.cli", "worker", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def worker_env(home: Path, target: str | None = None, db_url: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TEMPORAL_ADDRESS", "LONGRUN_DATABASE_URL")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    env["LONGRUN_HOME"] = str(home)
+    if target and db_url:
+        env.update(TEMPORAL_ADDRESS=target, LONGRUN_DATABASE_URL=db_url, LONGRUN_NAMESPACE="default")
+    return env
+
+
+@pytest.mark.parametrize("providers", ["counting=tests.support.counting:COUNTING", "tests.support.counting:PROVIDERS"])
+@pytest.mark.timeout(180)
+async def test_longrun_worker_loads_providers_from_a_module(providers, temporal_env, db_url, tmp_path):
+    """`--providers PREFIX=module:attr` (one provider) or `--providers module:attr` (a dict of them):
+    a run naming the provider's model completes on that worker, which says what it loaded."""
+    target = temporal_env.client.service_client.config.target_host
+    task_queue = f"cli-providers-{uuid.uuid4().hex[:8]}"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = spawn_worker(["--task-queue", task_queue, "--tools", "tests.support.counting:TOOLS",
+                         "--providers", providers], worker_env(tmp_path / "home", target, db_url))
+    try:
+        assert proc.stdout is not None
+        ready = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 120)
+        assert "custom tools: count_words; custom model providers: counting" in ready, ready
+        async with await longrun.Client.connect(target=target, database_url=db_url, task_queue=task_queue) as client:
+            run_id = await client.start(longrun.RunSpec(objective="Count the words.", workspace=str(ws),
+                                                        model="counting:v1"))
+            async for _ in client.events(run_id, follow=True):
+                pass
+            status = await client.status(run_id)
+            audit = await client.audit(run_id)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(proc.wait, 60)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert code == 0, "SIGTERM stops the worker cleanly"
+    assert status.status == longrun.RunStatus.completed, status.reason
+    assert [(r.event.tool, r.event.summary) for r in audit if r.kind == "tool_ran"] == [
+        ("count_words", "9 words, 8 distinct")]
+
+
+@pytest.mark.parametrize(("reference", "says"), [
+    ("tests.support.counting", "write it as PREFIX=package.module:attr"),
+    ("tests.support.nosuch:X", "cannot import 'tests.support.nosuch'"),
+    ("tests.support.counting:NOPE", "has no attribute 'NOPE'"),
+    ("tests.support.counting:NOT_A_PROVIDER", "is a str, not a longrun.providers.ModelProvider"),
+    ("counting=tests.support.counting:PROVIDERS", "is a dict, not a longrun.providers.ModelProvider"),
+    ("anthropic=tests.support.counting:COUNTING", "'anthropic' is a built-in one"),
+])
+def test_longrun_worker_refuses_providers_it_cannot_load_before_connecting(reference, says, tmp_path):
+    """No stack runs here: each refusal comes before the worker connects, exit code 2, saying what to fix."""
+    done = subprocess.run([sys.executable, "-m", "longrun.cli", "worker", "--providers", reference], cwd=REPO,
+                          env=worker_env(tmp_path / "home"), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert says in done.stderr, done.stderr

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, print_json, say, settings
+from longrun.errors import ConfigError
 from longrun.service import devstack
+
+if TYPE_CHECKING:
+    from longrun.providers.registry import ModelProvider
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -47,6 +51,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     worker.add_argument("--tools", action="append", default=[], metavar="MODULE:ATTR",
                         help="custom tools to offer, as package.module:attr (a tool made with @longrun.tool, or a "
                         "list of them); repeatable. A name that collides with a built-in or MCP tool is refused")
+    worker.add_argument("--providers", action="append", default=[], metavar="[PREFIX=]MODULE:ATTR",
+                        help="model providers of your own: PREFIX=package.module:attr (one "
+                        "longrun.providers.ModelProvider; runs then name models PREFIX:MODEL) or package.module:attr "
+                        "(a dict of them by prefix); repeatable. A built-in's prefix, or one loaded twice, is refused")
     worker.set_defaults(func=cmd_worker)
 
 
@@ -92,8 +100,16 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         from longrun.mcp import config as mcp_config
 
         cfg = dataclasses.replace(cfg, mcp_servers=mcp_config.load(path=args.mcp_config))
+    from longrun.providers.loading import load_providers
     from longrun.tools.loading import load_tools
 
     tools = [t for reference in args.tools for t in load_tools(reference)]
-    await run_worker(cfg, tools=tools)
+    providers: dict[str, ModelProvider] = {}
+    for reference in args.providers:
+        for prefix, provider in load_providers(reference).items():
+            if prefix in providers:
+                raise ConfigError(f"--providers {reference!r}: prefix {prefix!r} is loaded twice; load each "
+                                  "provider once")
+            providers[prefix] = provider
+    await run_worker(cfg, tools=tools, providers=providers)
     return EXIT_OK
