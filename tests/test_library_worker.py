@@ -131,10 +131,12 @@ async def test_longrun_worker_loads_providers_from_a_module(providers, temporal_
     ("tests.support.counting:NOT_A_PROVIDER", "is a str, not a longrun.providers.ModelProvider"),
     ("counting=tests.support.counting:PROVIDERS", "is a dict, not a longrun.providers.ModelProvider"),
     ("anthropic=tests.support.counting:COUNTING", "'anthropic' is a built-in one"),
+    ("counting=tests.support.counting:COUNTING --providers tests.support.counting:PROVIDERS",
+     "prefix 'counting' is loaded twice"),
 ])
 def test_longrun_worker_refuses_providers_it_cannot_load_before_connecting(reference, says, tmp_path):
     """No stack runs here: each refusal comes before the worker connects, exit code 2, saying what to fix."""
-    done = subprocess.run([sys.executable, "-m", "longrun.cli", "worker", "--providers", reference], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "longrun.cli", "worker", "--providers", *reference.split()], cwd=REPO,
                           env=worker_env(tmp_path / "home"), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stderr, done.stderr
