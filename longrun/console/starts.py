@@ -1,6 +1,6 @@
 """`POST /api/runs`: start a run over HTTP (docs/API.md, "Starting runs").
 
-The rules of the request are `longrun start`'s (`service.start_request`), so a run the CLI would
+The rules of the request are `longrun start`'s (`longrun.client.start_request`), so a run the CLI would
 refuse is refused here too. Who may: `operator` (the role that already pauses, cancels and
 steers runs), with the CSRF token. Each request carries an `Idempotency-Key`: the key is claimed
 in PostgreSQL (`run_requests`, migration 0011) before anything starts, so a retried or concurrent
