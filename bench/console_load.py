@@ -177,8 +177,10 @@ async def _flood(url: str, seconds: float = FLOOD_SECONDS) -> dict[str, Any]:
 
 
 async def _measure(home: Path, env: dict[str, str]) -> dict[str, Any]:
+    from longrun.client import calls as client_calls
+    from longrun.client import runs as client_runs
+    from longrun.client.connection import connect_temporal
     from longrun.models.spec import RunCaps, RunSpec
-    from longrun.service import client as api
     from longrun.service.devstack import free_port
     from longrun.service.settings import Settings
     from longrun.store import Store
@@ -199,10 +201,10 @@ async def _measure(home: Path, env: dict[str, str]) -> dict[str, Any]:
         (workspace / "README.md").write_text("A sample project for the console load benchmark.\n" * 20)
         settings = Settings(home=home, database_url=stack["database_url"], temporal_address=stack["temporal_address"])
         store = Store.from_url(stack["database_url"])
-        client = await api.connect(settings)
+        client = await connect_temporal(settings.temporal_address, settings.namespace)
         spec = RunSpec(objective="Read the project and keep notes (console load benchmark).", workspace=str(workspace),
                        caps=RunCaps(max_turns=1000, max_model_calls=1000, max_tool_calls=2000))
-        run_id = await api.start_run(client, store, spec, task_queue=queue)
+        run_id = await client_runs.start_run(client, store, spec, task_queue=queue)
         url = f"http://127.0.0.1:{port}"
         import httpx
 
@@ -222,7 +224,7 @@ async def _measure(home: Path, env: dict[str, str]) -> dict[str, Any]:
         result["written"] = [(r.seq, r.created_at.timestamp()) for r in records]
         result["turns"] = sum(1 for r in records if r.kind == "model_called"
                               and result["connected"] <= r.created_at.timestamp() <= result["ended"])
-        await api.control(client, run_id, "cancel")
+        await client_calls.control(client, run_id, "cancel")
         store.close()
         return result
     finally:

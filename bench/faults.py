@@ -52,8 +52,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from bench.report import Table, machine, progress
+from longrun.client import runs as client_runs
 from longrun.models.spec import RunCaps, RunSpec
-from longrun.service import client as api
 from longrun.store import Store, libpq_url, migrate, with_database
 from tests.support.sink import Sink
 
@@ -432,7 +432,7 @@ async def _start_once(client: Client, store: Store, spec: RunSpec, task_queue: s
     except StoreError:
         exists = False
     if not exists:
-        await api.start_run(client, store, spec, task_queue=task_queue, run_id=run_id)
+        await client_runs.start_run(client, store, spec, task_queue=task_queue, run_id=run_id)
         return
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -460,7 +460,7 @@ async def control(args: argparse.Namespace, root: Path, temporal: TemporalServer
             ws.mkdir(parents=True)
             run_id = f"control-{i:03d}-{uuid.uuid4().hex[:6]}"
             before = len(sink.deliveries)
-            await api.start_run(client, store, RunSpec(objective="post updates (control)", workspace=str(ws)),
+            await client_runs.start_run(client, store, RunSpec(objective="post updates (control)", workspace=str(ws)),
                                 task_queue=task_queue, run_id=run_id)
             sc.run_ids.append(run_id)
             limit = time.monotonic() + 60

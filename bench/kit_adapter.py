@@ -37,6 +37,7 @@ from compaction_kit import (
 )
 from compaction_kit.compactors import Compactor
 
+from longrun.cli import compact_cmd
 from longrun.context import (
     Calibration,
     compact,
@@ -53,7 +54,6 @@ from longrun.models.context import FactRow, Projection, TranscriptItem, Trigger
 from longrun.models.provider import ModelRequest
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState
-from longrun.service import compact_cmd
 
 SHARE = 0.25
 ROUNDS = 5

@@ -24,6 +24,7 @@ from typing import Any
 
 from bench.report import Section, Table, mark, pct, progress, ratio
 from bench.synthetic import orphans, request_text
+from longrun.cli.compact_cmd import OFFLINE_TARGET_RATIO
 from longrun.context import (
     Calibration,
     compact,
@@ -39,7 +40,6 @@ from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBl
 from longrun.models.context import TranscriptItem
 from longrun.models.spec import ContextPolicy
 from longrun.models.state import TaskState
-from longrun.service.compact_cmd import OFFLINE_TARGET_RATIO
 
 SESSIONS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-sessions"
 PATH_KEYS = ("file_path", "notebook_path", "path")

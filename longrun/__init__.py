@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from longrun.auth.keys import Signer
     from longrun.client import Approver, Client, RunUsage, SyncClient, Verification
+    from longrun.client.approval_view import ApprovalView
     from longrun.errors import (
         ApprovalError,
         ConfigError,
@@ -27,9 +28,8 @@ if TYPE_CHECKING:
     )
     from longrun.models.run import PendingApproval, RunStatus, RunStatusView
     from longrun.models.spec import RunSpec
-    from longrun.service.approval_view import ApprovalView
     from longrun.service.settings import Settings
-    from longrun.service.worker import build_worker, run_worker
+    from longrun.service.worker import Worker, build_worker, run_worker
     from longrun.store import AuditRecord
     from longrun.tools import Tool, tool
 
@@ -41,9 +41,9 @@ _WHERE = {
     "RunNotFoundError": "longrun.errors", "StackNotRunning": "longrun.errors", "TemporalRefused": "longrun.errors",
     "PendingApproval": "longrun.models.run", "RunStatus": "longrun.models.run", "RunStatusView": "longrun.models.run",
     "RunSpec": "longrun.models.spec",
-    "ApprovalView": "longrun.service.approval_view",
+    "ApprovalView": "longrun.client.approval_view",
     "Settings": "longrun.service.settings",
-    "build_worker": "longrun.service.worker", "run_worker": "longrun.service.worker",
+    "Worker": "longrun.service.worker", "build_worker": "longrun.service.worker", "run_worker": "longrun.service.worker",
     "AuditRecord": "longrun.store",
     "Tool": "longrun.tools", "tool": "longrun.tools",
 }
@@ -51,8 +51,8 @@ _WHERE = {
 __all__ = [
     "ApprovalError", "ApprovalView", "Approver", "AuditRecord", "Client", "ConfigError", "LongrunError",
     "PendingApproval", "RunNotFoundError", "RunSpec", "RunStatus", "RunStatusView", "RunUsage", "Settings", "Signer",
-    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "build_worker",
-    "run_worker", "tool",
+    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "Worker", "__version__",
+    "build_worker", "run_worker", "tool",
 ]
 
 

@@ -5,7 +5,7 @@ past it (`read_file` with an offset, `grep` for base64 lines) would show the key
 model, the transcript and the artifacts. So every reader that shows file content asks
 `file_holds_private_key` of the whole file it has open and shows `PRIVATE_KEY_FILE` and
 `private_key_note` instead: `read_file` and `grep` (longrun.tools.files, longrun.tools.search),
-and the approver's diff (`holds_private_key`, longrun.service.approval_view).
+and the approver's diff (`holds_private_key`, longrun.client.approval_view).
 Tests: tests/test_redact_files.py.
 """
 

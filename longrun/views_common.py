@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import assert_never
 
+from longrun import render
 from longrun.models.audit import (
     ApprovalExpired,
     ApprovalFailed,
@@ -45,7 +46,6 @@ from longrun.models.audit import (
 )
 from longrun.models.context import CompactionReport
 from longrun.models.spec import RunSpec
-from longrun.service import render
 from longrun.store import AuditRecord
 
 SCRIPTED_NOTE = "scripted = a deterministic offline stand-in for a model (a Python policy), not an LLM"

@@ -3,7 +3,7 @@ approver of the run, is fresh, and is about exactly the pending action. Everythi
 audited as `approval_refused`, and leaves the request open. What was accepted verifies again from
 Postgres alone.
 
-These go through the real client (`api.approve`), the real workflow validators and the real grant
+These go through the real client (`decide.approve`), the real workflow validators and the real grant
 activity on an in-process worker; the CLI versions are in tests/test_cli_approvals.py."""
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import pytest
 
 from longrun.auth import Signer
 from longrun.auth.audit_check import verify_decisions
+from longrun.client import decide
 from longrun.errors import ApprovalError
 from longrun.models.audit import ApprovalGranted, ApprovalRefused
 from longrun.models.io import ApproveInput
 from longrun.models.signed import DecisionRecord, Proof
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
-from longrun.service import decide
 from tests.support import principals
 from tests.support.harness import running_worker
 from tests.support.policy import GREETING_EDIT_PLAN, PlanProvider, greeting_workspace
@@ -115,7 +114,7 @@ async def test_revoked_and_expired_keys_sign_nothing(store, temporal_client, tmp
 
         assert store.revoke_credentials("carol", reason="laptop lost") == [carol.key_id]
         with pytest.raises(ApprovalError, match=r"was revoked at .* \(laptop lost\)"):
-            await api.approve(h.client, run_id, pending.approval_id, carol, store=store)
+            await decide.approve(h.client, run_id, pending.approval_id, carol, store=store)
         with store.transaction("expire dave's key") as s:  # as if its expiry had passed (the owner may not do this)
             from sqlalchemy import text
 
@@ -123,11 +122,11 @@ async def test_revoked_and_expired_keys_sign_nothing(store, temporal_client, tmp
             s.execute(text("UPDATE credentials SET expires_at = now() - interval '1 second' WHERE principal = 'dave'"))
             s.execute(text("ALTER TABLE credentials ENABLE TRIGGER credentials_revoke_only"))
         with pytest.raises(ApprovalError, match="expired at"):
-            await api.approve(h.client, run_id, pending.approval_id, dave, store=store)
+            await decide.approve(h.client, run_id, pending.approval_id, dave, store=store)
         assert (await h.status(run_id)).status == "waiting_approval"
 
         fresh = principals.register(store, keys, "carol", key_file=keys / "carol-2.pem")
-        await api.approve(h.client, run_id, pending.approval_id, fresh, store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, fresh, store=store)
         assert (await h.result(run_id)).status == "completed"
     assert [r for r in refusals(store, run_id) if "revoked" in r] and [r for r in refusals(store, run_id) if "expired" in r]
     assert store.all_approvals(run_id)[0].key_id == fresh.key_id
@@ -148,8 +147,8 @@ async def test_edit_then_approve_runs_the_edited_call_and_tells_the_model(store,
         run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
         with pytest.raises(ApprovalError, match="changes nothing"):
-            await api.approve(h.client, run_id, pending.approval_id, "alice", store=store, edit={"new": "hello"})
-        answer = await api.approve(h.client, run_id, pending.approval_id, "alice", store=store,
+            await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store, edit={"new": "hello"})
+        answer = await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store,
                                    edit={"new": "Hello"})
         assert "with the arguments as you edited them" in answer
         assert (await h.result(run_id)).status == "completed"
@@ -200,7 +199,7 @@ async def test_verify_flags_an_approval_used_after_its_key_was_revoked(store, te
     async with running_worker(temporal_client, store, provider=PlanProvider(plan=EDIT_PLAN)) as h:
         run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         assert (await h.result(run_id)).status == "completed"
     [revoked] = store.revoke_credentials("alice", reason="laptop lost")
     assert verify_decisions(store, run_id).ok, "every use came before the revocation"

@@ -35,8 +35,8 @@ from bench.kit_adapter import (
     to_messages,
 )
 from bench.retention.methods import cli_args
+from longrun.cli import compact_cmd
 from longrun.models.blocks import Message
-from longrun.service import compact_cmd
 
 
 @pytest.fixture(scope="module")

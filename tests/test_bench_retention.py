@@ -25,8 +25,8 @@ from bench.retention.generate import MAX_TOKENS, MIN_TOKENS, SHAPES, conversatio
 from bench.retention.probe import CATEGORIES, Probe, answers
 from bench.retention.run import evaluate, run, seed_list
 from bench.retention.score import lines, score, superseded_as_current, texts
+from longrun.cli import compact_cmd
 from longrun.context import estimate_text
-from longrun.service import compact_cmd
 
 LONGRUN = str(Path(sys.executable).parent / "longrun")
 SEEDS = (301, 302)  # neither the dev nor the report seeds

@@ -6,10 +6,10 @@ import json
 
 import psycopg
 
+from longrun.cli import main
 from longrun.models.audit import ToolRan
 from longrun.models.blocks import Message
 from longrun.models.spec import RunSpec
-from longrun.service.cli import main
 from longrun.store import libpq_url
 
 

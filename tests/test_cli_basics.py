@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from longrun.service import render
-from longrun.service.cli import build_parser, main
+from longrun import render
+from longrun.cli import build_parser, main
 
 LONGRUN = str(Path(sys.executable).parent / "longrun")
 COMMANDS = [

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from longrun.cli import main
 from longrun.models import CompactionReport, Projection, RunSpec
 from longrun.models.context import FactRow
-from longrun.service.cli import main
 from longrun.store import Store
 
 LONGRUN = str(Path(sys.executable).parent / "longrun")

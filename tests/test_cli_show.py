@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from longrun.client.approval_view import approval_view
 from longrun.models.canonical import action_hash
 from longrun.models.spec import RunSpec
-from longrun.service.approval_view import approval_view
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
 
@@ -111,8 +111,8 @@ async def test_show_prints_what_the_preview_cut(store, db_url, temporal_client, 
 def test_a_short_preview_is_not_marked() -> None:
     from datetime import UTC, datetime
 
+    from longrun.cli.commands.watch import describe_pending
     from longrun.models.run import PendingApproval
-    from longrun.service.commands.watch import describe_pending
 
     now = datetime.now(UTC)
     pending = PendingApproval(approval_id="apr-1", tool="apply_patch", arguments={"path": "a.py", "old": "x", "new": "y"},

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from longrun.client.start_request import StartRequest
 from longrun.console.starts import request_sha256
-from longrun.service.start_request import StartRequest
 from longrun.store import Store
 from tests.support.cli_stack import OBJECTIVE, TEST_ARGV, Cli
 from tests.support.console_server import Console, add_console_users, serve

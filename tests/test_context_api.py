@@ -76,9 +76,9 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_cli_and_the_recall_tool_use_the_public_names() -> None:
-    facts_cmd = _imports(ROOT / "longrun/service/commands/facts.py")
+    facts_cmd = _imports(ROOT / "longrun/cli/commands/facts.py")
     tool = _imports(ROOT / "longrun/tools/recall.py")
-    compact_cmd = _imports(ROOT / "longrun/service/compact_cmd.py")
+    compact_cmd = _imports(ROOT / "longrun/cli/compact_cmd.py")
     views = _imports(ROOT / "longrun/console/views.py")
     assert facts_cmd == {"longrun.context.list_facts"}
     assert tool == {"longrun.context.FactStore", "longrun.context.recall"}

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from longrun.cli import compact_cmd
 from longrun.context.transcript import normalize_pairs
 from longrun.models import Message
 from longrun.models.canonical import sha256_hex
-from longrun.service import compact_cmd
 
 BODY = "def f(x):\n    return x * 2  # line\n" * 400
 

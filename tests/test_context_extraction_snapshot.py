@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 from bench import extraction, kit_adapter
+from longrun.cli.compact_cmd import OFFLINE_TARGET_RATIO
 from longrun.context import Calibration, compact, fit_request, render_request
 from longrun.models.context import FactRow
 from longrun.models.spec import ContextPolicy
-from longrun.service.compact_cmd import OFFLINE_TARGET_RATIO
 
 SNAPSHOT = Path(__file__).parent / "data" / "extraction_snapshot.json"
 

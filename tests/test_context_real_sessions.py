@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from longrun.cli import compact_cmd
 from longrun.context import Calibration, estimate_message, estimate_request
 from longrun.models import Message
-from longrun.service import compact_cmd
 from tests.fake_anthropic import fake_token_count, validate_tool_pairing
 
 SESSIONS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-sessions"

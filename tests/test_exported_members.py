@@ -8,8 +8,8 @@ import longrun
 PUBLIC = [
     "ApprovalError", "ApprovalView", "Approver", "AuditRecord", "Client", "ConfigError", "LongrunError",
     "PendingApproval", "RunNotFoundError", "RunSpec", "RunStatus", "RunStatusView", "RunUsage", "Settings", "Signer",
-    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "__version__", "build_worker",
-    "run_worker", "tool",
+    "StackNotRunning", "SyncClient", "TemporalRefused", "Tool", "Verification", "Worker", "__version__",
+    "build_worker", "run_worker", "tool",
 ]
 
 
@@ -21,3 +21,4 @@ def test_every_public_name_resolves() -> None:
     for name in longrun.__all__:
         assert getattr(longrun, name) is not None, name
     assert longrun.Client.__module__ == "longrun.client.async_client"
+    assert longrun.Worker.__module__ == "longrun.service.worker"

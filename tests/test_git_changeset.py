@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from longrun import cli
 from longrun.auth.audit_check import verify_decisions
+from longrun.cli.commands.common import CliError
+from longrun.cli.commands.runs import refuse_dirty_workspace
+from longrun.client import decide
 from longrun.models.audit import ChangeCommitted, ChangeSetOpened, ErrorRecorded
 from longrun.models.spec import RunSpec
-from longrun.service import cli
-from longrun.service import client as api
-from longrun.service.commands.common import CliError
-from longrun.service.commands.runs import refuse_dirty_workspace
 from longrun.store import Store
 from longrun.workspace import Trailers, WorkspaceDirty, commit_effect, find_commit, is_git_workspace, open_change_set
 from longrun.workspace.changeset import clear_stale_locks
@@ -152,7 +152,7 @@ async def approve_all(h, store: Store, run_id: str, count: int) -> None:
         status = await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                   and s.pending_approval.approval_id not in seen, what="an approval request")
         seen.add(status.pending_approval.approval_id)
-        await api.approve(h.client, run_id, status.pending_approval.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, status.pending_approval.approval_id, "alice", store=store)
 
 
 @pytest.mark.slow

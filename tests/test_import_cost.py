@@ -9,7 +9,7 @@ import sys
 
 
 def test_the_cli_and_the_console_do_not_import_the_model_sdks() -> None:
-    probe = ("import sys, longrun.service.cli, longrun.console.app, longrun.providers as p; "
+    probe = ("import sys, longrun.cli, longrun.console.app, longrun.providers as p; "
              "p.get_provider; "
              "print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import pytest
 
+from longrun.cli.commands.audit import describe_event
+from longrun.client import calls as client_calls
+from longrun.client import decide
+from longrun.client.approval_view import approval_view, render_view
 from longrun.models.audit import ApprovalGranted, ApprovalRejected, GateVerdict, McpToolsListed
 from longrun.models.blocks import ToolResultBlock
 from longrun.models.spec import RunSpec
 from longrun.models.state import EffectStatus
-from longrun.service import client as api
-from longrun.service.approval_view import approval_view, render_view
-from longrun.service.commands.audit import describe_event
 from tests.support.harness import running_worker
 from tests.support.mcp_policy import McpAgent
 from tests.support.mcp_servers import http_config, http_server, stdio_config, worker_settings
@@ -85,7 +86,7 @@ async def test_stdio_tools_listed_read_runs_and_effect_waits_for_a_signed_approv
         assert "readOnlyHint=false, destructiveHint=false" in shown and "hints only, never trusted" in shown
         assert "Open a ticket in the tracker" in shown
 
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         result = await h.result(run_id)
     assert result.status == "completed", result.reason
 
@@ -167,14 +168,14 @@ async def test_a_server_that_dies_mid_effect_leaves_it_unknown_for_a_human(store
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
         assert pending.tool == "mcp__ops__crash_midway"
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         paused = await h.wait_for(run_id, lambda s: s.status == "paused", what="the run to ask a human")
         assert "gave no answer to crash_midway" in paused.reason and "is unknown" in paused.reason
         assert (state / "crash_started").read_text() == "prod", "the call reached the server before it died"
         [effect] = [e for e in store.all_effects(run_id) if e.tool == "mcp__ops__crash_midway"]
         assert effect.status is EffectStatus.unknown, "nobody knows whether the deploy happened"
         assert store.load_state(run_id).next_action.value == "ask_human"
-        await api.control(h.client, run_id, "cancel")
+        await client_calls.control(h.client, run_id, "cancel")
         await h.result(run_id)
     result = results(store, run_id)["toolu_m002_0"]
     assert result.is_error and "outcome unknown, a human must check" in text(result)
@@ -194,7 +195,7 @@ async def test_an_idempotent_tool_that_dies_mid_call_is_an_error_result_and_the_
                               settings=worker_settings(stdio_config("ops", state))) as h:
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         result = await h.result(run_id)
     assert result.status == "completed", result.reason
     got = results(store, run_id)["toolu_m002_0"]
@@ -220,7 +221,7 @@ async def test_a_tool_description_that_asks_the_model_to_approve_itself_changes_
         assert not (state / "purged").exists()
         shown = "\n".join(render_view(approval_view(store, run_id, pending.approval_id), ["alice"]))
         assert "readOnlyHint=true" in shown and "never trusted" in shown and "PRE-APPROVED by alice" in shown
-        await api.reject(h.client, run_id, pending.approval_id, "alice", "a purge is not part of this job", store=store)
+        await decide.reject(h.client, run_id, pending.approval_id, "alice", "a purge is not part of this job", store=store)
         result = await h.result(run_id)
     assert result.status == "completed", result.reason
     assert not (state / "purged").exists(), "the effect never ran"

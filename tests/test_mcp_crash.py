@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from longrun.client import calls as client_calls
+from longrun.client import decide
 from longrun.models.spec import RunSpec
 from longrun.models.state import EffectStatus
-from longrun.service import client as api
 from tests.support.harness import Harness
 from tests.support.mcp_servers import stdio_config
 
@@ -81,7 +82,7 @@ async def kill_mid_call(store, db_url, temporal_env, tmp_path, **declared):
     try:
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval", timeout=60)).pending_approval
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         await wait_until(lambda: tickets(state) == ["db pool exhausted"], 60, "the ticket to reach the server")
         os.kill(first.pid, signal.SIGKILL)
         first.wait(10)
@@ -103,7 +104,7 @@ async def test_a_worker_killed_mid_mcp_effect_leaves_it_to_a_human_and_never_rep
         [effect] = store.all_effects(run_id)
         assert effect.status is EffectStatus.unknown and effect.attempts == 2
         assert tickets(state) == ["db pool exhausted"], "the undecidable effect was not run again"
-        await api.control(h.client, run_id, "cancel")
+        await client_calls.control(h.client, run_id, "cancel")
         await h.result(run_id)
     finally:
         second.kill()

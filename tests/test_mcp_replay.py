@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 
+from longrun.client import decide
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from longrun.workflows.agent_run import AgentRunWorkflow
 from tests.support.harness import running_worker
 from tests.support.mcp_policy import McpAgent
@@ -41,7 +41,7 @@ async def test_an_mcp_run_replays_and_its_history_holds_no_server_text(store, te
                               settings=worker_settings(stdio_config("logs", state))) as h:
         run_id = await h.start(spec)
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         assert (await h.result(run_id)).status == "completed"
         fresh = await h.client.get_workflow_handle(run_id).fetch_history()
     if os.environ.get("LONGRUN_RECORD_HISTORIES"):

@@ -27,11 +27,13 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from longrun.cli import build_parser, main
+from longrun.cli.commands.runs import build_spec
+from longrun.client import calls as client_calls
+from longrun.client import decide
+from longrun.client import runs as client_runs
 from longrun.errors import ConfigError
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
-from longrun.service.cli import build_parser, main
-from longrun.service.commands.runs import build_spec
 from longrun.service.settings import Settings
 from longrun.service.worker import build_worker
 from longrun.tools import default_registry
@@ -162,10 +164,10 @@ async def test_a_failing_webhook_is_retried_while_the_run_goes_on(store, tempora
             run_id = await h.start(spec(workspace(tmp_path), ["ops"]))
             await h.wait_for(run_id, lambda s: s.status == "paused" and s.state.next_action == "ask_human",
                              what="the run to ask a human")
-            await api.say(h.client, h.store, run_id, "the typo is real: fix it")
+            await client_runs.say(h.client, h.store, run_id, "the typo is real: fix it")
             waiting = await h.wait_for(run_id, lambda s: s.status == "waiting_approval", what="a pending approval")
             approval_id = waiting.pending_approval.approval_id
-            await api.control(h.client, run_id, "cancel")
+            await client_calls.control(h.client, run_id, "cancel")
             result = await h.result(run_id)
             history = await h.client.get_workflow_handle(run_id).fetch_history()
     assert result.status == "cancelled"
@@ -221,7 +223,7 @@ async def test_a_delivery_in_flight_at_continue_as_new_goes_on_in_the_next_run(
         async with notify_worker(temporal_client, store, PlanProvider(plan=plan)) as h:
             run_id = await h.start(spec(workspace(tmp_path), ["ops"]).model_copy(update={"continue_as_new_every": 2}))
             await h.wait_for(run_id, lambda s: s.status == "paused", what="the run to ask a human")
-            await api.say(h.client, h.store, run_id, "go on")  # turn 2, then continue-as-new
+            await client_runs.say(h.client, h.store, run_id, "go on")  # turn 2, then continue-as-new
             result = await h.result(run_id)
             history = await h.client.get_workflow_handle(run_id).fetch_history()
     assert result.status == "completed", result.reason
@@ -275,7 +277,7 @@ async def test_no_webhook_url_or_secret_leaves_the_worker(store, temporal_client
         async with notify_worker(temporal_client, store, PlanProvider(plan=plan)) as h:
             run_id = await h.start(spec(workspace(tmp_path), ["ops", "nope"]))
             await h.wait_for(run_id, lambda s: s.status == "paused", what="the run to ask a human")
-            await api.say(h.client, h.store, run_id, "go on")
+            await client_runs.say(h.client, h.store, run_id, "go on")
             result = await h.result(run_id)
             history = decoded_history(await h.client.get_workflow_handle(run_id).fetch_history())
     assert result.status == "completed", result.reason
@@ -324,7 +326,7 @@ async def test_a_decision_is_told_with_its_verdict(store, temporal_client, tmp_p
             run_id = await h.start(spec(workspace(tmp_path), ["ops"]))
             waiting = await h.wait_for(run_id, lambda s: s.status == "waiting_approval", what="a pending approval")
             approval_id = waiting.pending_approval.approval_id
-            await api.reject(h.client, run_id, approval_id, "alice", "the typo is intended")
+            await decide.reject(h.client, run_id, approval_id, "alice", "the typo is intended")
             result = await h.result(run_id)
     assert result.status == "completed", result.reason
     (decided,) = [r.json for r in rx.of("approval_decided")]

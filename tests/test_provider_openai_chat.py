@@ -188,8 +188,8 @@ def test_the_spec_keeps_the_url_and_window_but_refuses_credentials_in_it(tmp_pat
 def test_the_documented_start_command_builds_this_spec(tmp_path: Any) -> None:
     """`longrun start --model openai-compatible:qwen3 --base-url http://127.0.0.1:11434/v1 ...`, as the
     README shows it: the URL and window go into the spec, never a key."""
-    from longrun.service.cli import build_parser
-    from longrun.service.commands.runs import build_spec
+    from longrun.cli import build_parser
+    from longrun.cli.commands.runs import build_spec
 
     args = build_parser().parse_args([
         "start", "--model", "openai-compatible:qwen3", "--base-url", "http://127.0.0.1:11434/v1",
@@ -200,7 +200,7 @@ def test_the_documented_start_command_builds_this_spec(tmp_path: Any) -> None:
                                                                 40_960)
     wrong = build_parser().parse_args(["start", "--model", "scripted", "--base-url", "http://x/v1", "--objective", "o",
                                        "--workspace", str(tmp_path)])
-    from longrun.service.commands.common import CliError
+    from longrun.cli.commands.common import CliError
 
     with pytest.raises(CliError, match="--base-url and --context-window are for openai-compatible"):
         build_spec(wrong)

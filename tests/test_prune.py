@@ -23,7 +23,7 @@ from longrun.models import Message, Projection
 from longrun.models.audit import ToolRan
 from longrun.models.context import CompactionReport, FactRow
 from longrun.models.spec import RunSpec
-from longrun.service.cli import main
+from longrun.cli import main
 from longrun.store import Store, libpq_url
 from longrun.store.roles import app_role_url, ensure_login
 from tests.support.harness import running_worker

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from longrun.client.approval_view import _diff
 from longrun.redact import Redactor
 from longrun.redact_files import PRIVATE_KEY_FILE, file_holds_private_key, holds_private_key
-from longrun.service.approval_view import _diff
 from longrun.tools import GREP, READ_FILE, ToolContext
 
 B64 = string.ascii_letters + string.digits + "+/"

@@ -18,8 +18,8 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.service import RPCError, RPCStatusCode
 
+from longrun.client import decide
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from longrun.store import Store
 from longrun.tools import default_registry
 from tests.support.harness import running_worker
@@ -78,7 +78,7 @@ async def test_the_timeline_is_rebuilt_from_postgres_after_temporal_forgets_the_
             run_id = await h.start(RunSpec(objective="read, decide, tell the team", workspace=str(ws),
                                            approvers=["alice"]))
             pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-            await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+            await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
             result = await h.result(run_id)
     finally:
         sink.close()
@@ -108,7 +108,7 @@ async def test_the_timeline_is_rebuilt_from_postgres_after_temporal_forgets_the_
     # the CLI, in its own process, from Postgres alone (Temporal's address points nowhere)
     env = {**os.environ, "LONGRUN_DATABASE_URL": db_url, "TEMPORAL_ADDRESS": "127.0.0.1:1",
            "LONGRUN_HOME": str(tmp_path / "home")}
-    proc = subprocess.run([sys.executable, "-m", "longrun.service.cli", "audit", run_id, "--verify", "--json"],
+    proc = subprocess.run([sys.executable, "-m", "longrun.cli", "audit", run_id, "--verify", "--json"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

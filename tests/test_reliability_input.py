@@ -16,12 +16,13 @@ import sys
 import pytest
 from pydantic import ValidationError
 
+from longrun.client import decide
+from longrun.client import runs as client_runs
 from longrun.context.tokens import estimate_request
 from longrun.errors import ApprovalError, ConfigError
 from longrun.models.blocks import TextBlock, ToolUseBlock
 from longrun.models.provider import ModelResponse, Usage
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from longrun.tools.commands import MAX_OUTPUT_BYTES
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
@@ -75,7 +76,7 @@ def test_malformed_run_specs_name_the_field(spec: dict, field: str) -> None:
 async def test_a_missing_workspace_is_refused_before_anything_is_written(store, temporal_client, tmp_path) -> None:
     spec = RunSpec(objective="o", workspace=str(tmp_path / "nope"))
     with pytest.raises(ConfigError, match="workspace .* does not exist"):
-        await api.start_run(temporal_client, store, spec, task_queue="unused", run_id="never")
+        await client_runs.start_run(temporal_client, store, spec, task_queue="unused", run_id="never")
     assert store.list_runs() == []
 
 
@@ -117,7 +118,7 @@ async def test_bad_tool_calls_huge_and_binary_output_then_a_late_approval(store,
         before = store.verify_chain(run_id)
         state_before = store.load_state(run_id)
         with pytest.raises(ApprovalError, match="already finished"):
-            await api.approve(h.client, run_id, "apr-0000", "alice", store=store)
+            await decide.approve(h.client, run_id, "apr-0000", "alice", store=store)
     rss_growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
 
     audit = store.audit(run_id)

@@ -32,8 +32,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
+from longrun.client import decide
+from longrun.client import runs as client_runs
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from longrun.workflows.agent_run import AgentRunWorkflow
 from tests.support.changed_workflow import ChangedAgentRunWorkflow
 from tests.support.harness import running_worker
@@ -86,8 +87,8 @@ async def record_history(store, client, tmp_path) -> WorkflowHistory:
     async with running_worker(client, store, provider=PlanProvider(plan=PLAN)) as h:
         run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.say(h.client, h.store, run_id, INSTRUCTION)
-        await api.approve(h.client, run_id, pending.approval_id, "alice")
+        await client_runs.say(h.client, h.store, run_id, INSTRUCTION)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice")
         result = await h.result(run_id)
         assert result.status == "completed"
         return await h.client.get_workflow_handle(run_id).fetch_history()
@@ -129,7 +130,6 @@ SIGNED_PLAN = [
 async def record_signed_history(store, client, tmp_path) -> WorkflowHistory:
     """A run with every kind of signed decision: an edited approval, a rejection, a scope used once
     and then revoked."""
-    from longrun.service import decide
 
     ws = tmp_path / "signed"
     ws.mkdir()
@@ -142,10 +142,10 @@ async def record_signed_history(store, client, tmp_path) -> WorkflowHistory:
         unused, _ = await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"], paths=["x/**"],
                                              max_uses=1, ttl_seconds=3600)
         await decide.revoke_scope(h.client, store, run_id, unused, "alice")
-        await api.approve(h.client, run_id, first.approval_id, "alice", store=store, edit={"new": "Hello"})
+        await decide.approve(h.client, run_id, first.approval_id, "alice", store=store, edit={"new": "Hello"})
         second = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                    and s.pending_approval.approval_id != first.approval_id)).pending_approval
-        await api.reject(h.client, run_id, second.approval_id, "alice", "keep the lower case", store=store)
+        await decide.reject(h.client, run_id, second.approval_id, "alice", "keep the lower case", store=store)
         assert (await h.result(run_id)).status == "completed"
         assert (ws / "notes" / "a.txt").read_text() == "a\n" and next(
             sc for sc in store.all_scopes(run_id) if sc.tools == ["write_file"]).uses == 1
@@ -195,7 +195,7 @@ async def record_recall_history(store, client, tmp_path) -> tuple[WorkflowHistor
         run_id = await h.start(RunSpec(objective="Survey the routing and ledger files; write what you find to "
                                        "survey.txt.", workspace=str(ws), context=policy, approvers=["alice"]))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.approve(h.client, run_id, pending.approval_id, "alice")
+        await decide.approve(h.client, run_id, pending.approval_id, "alice")
         result = await h.result(run_id)
         assert result.status == "completed", result.reason
         return await h.client.get_workflow_handle(run_id).fetch_history(), run_id

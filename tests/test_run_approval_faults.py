@@ -11,9 +11,10 @@ import asyncio
 
 import pytest
 
+from longrun.client import calls as client_calls
+from longrun.client import decide
 from longrun.errors import ApprovalError, StoreError, StoreUnavailable
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from tests.support.faults import FaultyStore, raising
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
@@ -47,7 +48,7 @@ async def test_a_failed_grant_leaves_the_request_answerable(store, temporal_clie
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
 
         with pytest.raises(ApprovalError, match="could not be recorded .*injected.*still open: try again"):
-            await api.approve(h.client, run_id, pending.approval_id, "alice")
+            await decide.approve(h.client, run_id, pending.approval_id, "alice")
         assert faulty.fired["reapply_on_head"] == 1, "the grant's write was refused once, and not retried"
         after = await h.status(run_id)
         assert after.status == "waiting_approval" and after.pending_approval.approval_id == pending.approval_id
@@ -56,11 +57,11 @@ async def test_a_failed_grant_leaves_the_request_answerable(store, temporal_clie
         assert len(failed) == 1 and failed[0].approver == "alice" and "injected" in failed[0].reason
 
         if then == "approve":
-            await api.approve(h.client, run_id, pending.approval_id, "alice")
+            await decide.approve(h.client, run_id, pending.approval_id, "alice")
         elif then == "reject":
-            await api.reject(h.client, run_id, pending.approval_id, "alice", "not now")
+            await decide.reject(h.client, run_id, pending.approval_id, "alice", "not now")
         else:
-            await api.control(h.client, run_id, "cancel")
+            await client_calls.control(h.client, run_id, "cancel")
         result = await h.result(run_id)
 
     patched = (tmp_path / "ws" / "hello.txt").read_text() == "hello world\n"
@@ -78,10 +79,10 @@ async def test_cancel_escapes_a_grant_still_being_written_when_the_request_expir
     async with running_worker(temporal_client, faulty, provider=PlanProvider(plan=EDIT_PLAN)) as h:
         run_id = await h.start(spec(tmp_path, approval_ttl_seconds=3))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        answer = asyncio.ensure_future(api.approve(h.client, run_id, pending.approval_id, "alice"))
+        answer = asyncio.ensure_future(decide.approve(h.client, run_id, pending.approval_id, "alice"))
         await asyncio.sleep(4)  # past the request's expiry, the grant still retrying
         assert not answer.done() and faulty.fired["reapply_on_head"] >= 2
-        await api.control(h.client, run_id, "cancel")
+        await client_calls.control(h.client, run_id, "cancel")
         result = await h.result(run_id, timeout=20)
         with pytest.raises(ApprovalError):
             await answer

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
+from longrun.client import calls as client_calls
+from longrun.client import decide
 from longrun.errors import ApprovalError
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from tests.support.harness import running_worker
 from tests.support.policy import GREETING_EDIT_PLAN, PlanProvider, greeting_workspace
 
@@ -35,16 +36,16 @@ async def test_refusals_write_nothing_and_rejection_reaches_the_model(store, tem
         before_audit = len(store.audit(run_id))
 
         with pytest.raises(ApprovalError, match="not an approver"):
-            await api.approve(h.client, run_id, pending.approval_id, "mallory")
+            await decide.approve(h.client, run_id, pending.approval_id, "mallory")
         with pytest.raises(ApprovalError, match="does not match the pending action"):
-            await api.approve(h.client, run_id, "apr-0000000000000000", "alice")
+            await decide.approve(h.client, run_id, "apr-0000000000000000", "alice")
         assert len(store.state_history(run_id)) == before_versions, "a refused approval writes no state"
         assert len(store.audit(run_id)) == before_audit, "a refused approval writes no audit row"
         assert store.all_approvals(run_id) == []
 
-        await api.reject(h.client, run_id, pending.approval_id, "alice", "the typo is intended")
+        await decide.reject(h.client, run_id, pending.approval_id, "alice", "the typo is intended")
         with pytest.raises(ApprovalError, match="already decided|no pending approval"):
-            await api.approve(h.client, run_id, pending.approval_id, "alice")
+            await decide.approve(h.client, run_id, pending.approval_id, "alice")
         result = await h.result(run_id)
 
     assert result.status == "completed"
@@ -67,7 +68,7 @@ async def test_approval_is_bound_to_the_action_and_used_once(store, temporal_cli
     async with running_worker(temporal_client, store, provider=PlanProvider(plan=plan)) as h:
         run_id = await h.start(plan_spec(ws))
         first = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.approve(h.client, run_id, first.approval_id, "alice")
+        await decide.approve(h.client, run_id, first.approval_id, "alice")
         second = (
             await h.wait_for(
                 run_id,
@@ -76,7 +77,7 @@ async def test_approval_is_bound_to_the_action_and_used_once(store, temporal_cli
             )
         ).pending_approval
         assert second.state_version > first.state_version
-        await api.reject(h.client, run_id, second.approval_id, "alice", "once is enough")
+        await decide.reject(h.client, run_id, second.approval_id, "alice", "once is enough")
         result = await h.result(run_id)
     assert result.status == "completed"
     state = store.load_state(run_id)
@@ -102,7 +103,7 @@ async def test_injected_approval_text_creates_no_approval_and_no_effect(store, t
         state = store.load_state(run_id)
         assert state.approvals == [] and state.effects == []
         assert (ws / "hello.txt").read_text() == "helo world\n"
-        await api.control(h.client, run_id, "cancel")
+        await client_calls.control(h.client, run_id, "cancel")
         result = await h.result(run_id)
     assert result.status == "cancelled"
     assert store.all_effects(run_id) == []

@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from longrun.activities import AgentActivities, Deps
+from longrun.client import decide
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.models.io import CompactInput
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.providers import get_provider
-from longrun.service import client as api
 from longrun.tools import default_registry
 from tests.fake_anthropic import scripted_policy
 from tests.fixtures.anthropic import FAKE_API_KEY
@@ -39,7 +39,7 @@ async def drive_to_end(h, run_id: str):
         s = await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed", "failed", "cancelled"))
         if s.status != "waiting_approval":
             return await h.result(run_id)
-        await api.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
+        await decide.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
         await h.wait_for(run_id, lambda x: x.pending_approval is None or x.pending_approval.approval_id != s.pending_approval.approval_id)
 
 

@@ -7,9 +7,10 @@ import asyncio
 
 import pytest
 
+from longrun.client import calls as client_calls
+from longrun.client import runs as client_runs
 from longrun.errors import ApprovalError
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
 
@@ -26,27 +27,27 @@ async def test_pause_say_resume_cancel(store, temporal_client, tmp_path):
     async with running_worker(temporal_client, store, provider=provider) as h:
         run_id = await h.start(RunSpec(objective="read a lot", workspace=str(ws)))
         await h.wait_for(run_id, lambda s: s.turn >= 2)
-        assert "paused" in await api.control(h.client, run_id, "pause")
+        assert "paused" in await client_calls.control(h.client, run_id, "pause")
         paused = await h.wait_for(run_id, lambda s: s.status == "paused")
         await asyncio.sleep(1.0)
         still = await h.status(run_id)
         assert still.turn == paused.turn and still.status == "paused", "a paused run takes no turns"
 
-        await api.say(h.client, h.store, run_id, CONSTRAINT, constraint=True)
+        await client_runs.say(h.client, h.store, run_id, CONSTRAINT, constraint=True)
         await h.wait_for(run_id, lambda s: CONSTRAINT in store.load_state(run_id).constraints, what="the constraint")
         assert (await h.status(run_id)).status == "paused", "say does not resume a paused run"
 
-        await api.control(h.client, run_id, "resume")
+        await client_calls.control(h.client, run_id, "resume")
         resumed = await h.wait_for(run_id, lambda s: s.turn > still.turn + 2, what="turns after resume")
         assert resumed.status == "running"
         state_block_texts = [m.content[-1].text for m in provider.requests[-2:] for m in [m.messages[-1]]]
         assert any(CONSTRAINT in t for t in state_block_texts), "the constraint reaches the model verbatim"
 
-        await api.control(h.client, run_id, "cancel")
+        await client_calls.control(h.client, run_id, "cancel")
         result = await h.result(run_id)
         assert result.status == "cancelled"
         with pytest.raises(ApprovalError, match="already finished|cancelled"):
-            await api.say(h.client, h.store, run_id, "too late")
+            await client_runs.say(h.client, h.store, run_id, "too late")
 
     assert store.get_run(run_id).status == "cancelled"
     kinds = [r.kind for r in store.audit(run_id)]

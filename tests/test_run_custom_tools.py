@@ -11,13 +11,12 @@ import sys
 
 import pytest
 
+from longrun.client import decide
+from longrun.client.approval_view import approval_view, render_view
 from longrun.errors import ConfigError
 from longrun.models.audit import ScopeUsed
 from longrun.models.blocks import ToolResultBlock
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
-from longrun.service import decide
-from longrun.service.approval_view import approval_view, render_view
 from longrun.service.worker import build_worker
 from longrun.tools.loading import with_custom_tools
 from longrun.tools.recorded import list_sha256
@@ -66,8 +65,8 @@ async def test_a_run_uses_custom_tools_with_a_scope_and_an_edit(store, temporal_
             await decide.grant_scope(h.client, store, run_id, "alice", tools=["lookup_ticket"], paths=["**"],
                                      max_uses=1, ttl_seconds=3600)
         with pytest.raises(Exception, match="not valid for write_notes: .*'text' must be string"):
-            await api.approve(h.client, run_id, pending.approval_id, "alice", store=store, edit={"text": 3})
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store,
+            await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store, edit={"text": 3})
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store,
                           edit={"text": "Fixed T-1: login works again.\n"})
         assert (await h.result(run_id)).status == "completed"
 
@@ -105,7 +104,7 @@ async def test_a_worker_without_a_recorded_tool_fails_the_call_and_runs_no_other
     other = with_custom_tools(default_registry(), [custom_tools.write_notes_v2])
     async with running_worker(temporal_client, store, provider=PlanProvider(plan=MISSING_PLAN), registry=other,
                               task_queue=queue) as h:
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         assert (await h.result(run_id, timeout=180)).status == "completed"
 
     assert not (ws / "notes/a.md").exists(), "no other tool ran under the recorded name"
@@ -121,7 +120,7 @@ async def test_a_custom_tool_taking_a_taken_name_is_refused_at_start(store, temp
     with pytest.raises(ConfigError, match=r"starts with 'mcp__', which names the tools of MCP servers \(mcp__SERVER__TOOL\); rename it"):
         build_worker(temporal_client, store, tools=[custom_tools.shadow_mcp])
     env = {**os.environ, "LONGRUN_HOME": str(tmp_path / "home")}
-    done = subprocess.run([sys.executable, "-m", "longrun.service.cli", "worker", "--tools",
+    done = subprocess.run([sys.executable, "-m", "longrun.cli", "worker", "--tools",
                            "tests.support.custom_tools:COLLIDING"], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode != 0
     assert "'read_file' has the name of a built-in tool; rename it" in done.stderr + done.stdout

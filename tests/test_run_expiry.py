@@ -10,9 +10,10 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import TimeSkippingConfig, WorkflowEnvironment
 
+from longrun.client import calls as client_calls
+from longrun.client import decide
 from longrun.errors import ApprovalError
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from tests.fixtures.temporal import temporal_binary
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
@@ -47,13 +48,13 @@ async def test_expired_approval_is_never_used_and_the_run_asks_a_human(store, tm
             assert asking.pending_approval is None and asking.status == "paused"
             assert "expired" in asking.reason
             with pytest.raises(ApprovalError, match="no pending approval|expired"):
-                await api.approve(h.client, run_id, pending.approval_id, "alice")
+                await decide.approve(h.client, run_id, pending.approval_id, "alice")
             state = store.load_state(run_id)
             assert state.approvals == [] and state.effects == []
             assert (ws / "hello.txt").read_text() == "helo world\n"
             kinds = [r.kind for r in store.audit(run_id)]
             assert "approval_expired" in kinds and "effect_intent" not in kinds
-            await api.control(h.client, run_id, "cancel")
+            await client_calls.control(h.client, run_id, "cancel")
             result = await h.result(run_id)
             assert result.status == "cancelled"
     finally:

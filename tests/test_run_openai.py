@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from longrun.client import decide
+from longrun.client import runs as client_runs
 from longrun.models.spec import ContextPolicy, RunCaps, RunSpec
-from longrun.service import client as lr
 from tests.fake_openai import FakeOpenAI, scripted_policy
 from tests.support.harness import copy_sample, running_worker
 from tests.test_secrets import EMIT_ARGV, ENV_ARGV, canaries, leaks, plant
@@ -63,7 +64,7 @@ async def drive_to_end(h: Any, run_id: str) -> tuple[Any, int]:
         if s.status != "waiting_approval":
             return await h.result(run_id), approvals
         approvals += 1
-        await lr.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
+        await decide.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
         await h.wait_for(run_id, lambda x: x.pending_approval is None
                          or x.pending_approval.approval_id != s.pending_approval.approval_id)
 
@@ -111,7 +112,7 @@ async def test_a_whole_run_with_approval_compaction_and_no_canary_sent(
                                           max_summary_tokens=600))
     async with running_worker(temporal_client, store) as h:
         run_id = await h.start(spec)
-        await lr.say(h.client, h.store, run_id, f"FYI the staging db is postgres://admin:{c['say_password']}@stage/db")
+        await client_runs.say(h.client, h.store, run_id, f"FYI the staging db is postgres://admin:{c['say_password']}@stage/db")
         result, approvals = await drive_to_end(h, run_id)
     assert result.status == "completed", result.reason
     _, path = APIS[api]

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from longrun.activities.provider_context import REPORT_KEY, SUMMARY_HEAD
+from longrun.cli.commands.audit import describe_event
+from longrun.client import decide
 from longrun.context import parse_state_block
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.providers import get_provider
 from longrun.providers.openai_responses import ITEM_KEY
 from longrun.providers.provider_context import CONTEXT_BETA, PROVIDER_BLOCK_KEY
-from longrun.service import client as lr
-from longrun.service.commands.audit import describe_event
 from tests.fake_anthropic import FakeAnthropic, scripted_policy, tool_use_response
 from tests.fake_openai import FakeOpenAI
 from tests.fake_openai import scripted_policy as openai_scripted
@@ -70,9 +70,9 @@ async def drive(h: Any, run_id: str, *, reject: bool = False) -> tuple[Any, int]
         decided += 1
         pending = s.pending_approval.approval_id
         if reject:
-            await lr.reject(h.client, run_id, pending, "alice", "not this patch")
+            await decide.reject(h.client, run_id, pending, "alice", "not this patch")
         else:
-            await lr.approve(h.client, run_id, pending, "alice")
+            await decide.approve(h.client, run_id, pending, "alice")
         await h.wait_for(run_id, lambda x: x.pending_approval is None or x.pending_approval.approval_id != pending)
 
 

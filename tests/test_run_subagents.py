@@ -156,7 +156,7 @@ async def test_scripted_agent_delegates_a_wide_survey_and_fixes_the_bug(store, t
     import shlex
     import sys
 
-    from longrun.service import client as api
+    from longrun.client import decide
     from tests.support.harness import copy_sample
 
     argv = [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-q"]
@@ -170,7 +170,7 @@ async def test_scripted_agent_delegates_a_wide_survey_and_fixes_the_bug(store, t
         waiting = await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed", "failed"), timeout=120)
         assert waiting.status == "waiting_approval", waiting.reason
         assert waiting.pending_approval.arguments["path"] == "depot/smoothing.py"
-        await api.approve(h.client, run_id, waiting.pending_approval.approval_id, "alice")
+        await decide.approve(h.client, run_id, waiting.pending_approval.approval_id, "alice")
         result = await h.result(run_id)
     assert result.status == "completed", result.reason
     children = store.list_runs(parent_run_id=run_id)

@@ -13,12 +13,13 @@ import pydantic
 import pytest
 
 from longrun.activities import AgentActivities, Deps
+from longrun.client import calls as client_calls
+from longrun.client import decide
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.models.io import CompactInput
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.providers import get_provider
 from longrun.providers.summarizer import SYSTEM_PROMPT as SUMMARIZER_PROMPT
-from longrun.service import client as api
 from longrun.tools import default_registry
 from tests.fake_anthropic import scripted_policy, text_response
 from tests.fixtures.anthropic import FAKE_API_KEY
@@ -46,13 +47,13 @@ async def review(client, store, spec: RunSpec, provider_for) -> Any:
     async with running_worker(client, store, provider_for=provider_for) as h:
         run_id = await h.start(spec)
         waiting = await h.wait_for(run_id, lambda s: s.status == "waiting_approval")
-        await api.compact_now(h.client, run_id)  # summarizes older turns whatever the request's size
-        await api.approve(h.client, run_id, waiting.pending_approval.approval_id, "alice")
+        await client_calls.control(h.client, run_id, "compact_now")  # summarizes older turns whatever the request's size
+        await decide.approve(h.client, run_id, waiting.pending_approval.approval_id, "alice")
         while True:
             s = await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed", "failed"))
             if s.status != "waiting_approval":
                 break
-            await api.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
+            await decide.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
         return await h.result(run_id)
 
 

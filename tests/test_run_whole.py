@@ -41,9 +41,9 @@ async def test_whole_run_waits_for_approval_applies_edit_once_and_completes(stor
         assert pending.arguments["path"] == "stats.py"
         assert (ws / "stats.py").read_text() == original, "nothing may change before the approval"
 
-        from longrun.service import client as api
+        from longrun.client import decide
 
-        message = await api.approve(h.client, run_id, pending.approval_id, "alice")
+        message = await decide.approve(h.client, run_id, pending.approval_id, "alice")
         assert "approved" in message
         result = await h.result(run_id)
 

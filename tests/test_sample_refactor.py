@@ -24,15 +24,16 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from longrun import cli
 from longrun.auth.audit_check import verify_decisions
+from longrun.client import calls as client_calls
+from longrun.client import decide
 from longrun.context.state_block import render_state_block
 from longrun.models import Message, ModelRequest, NextAction, Step, TaskState, TextBlock, ToolResultBlock
 from longrun.models.audit import ApprovalRequested, ChangeSetOpened, ScopeUsed, ToolRan
 from longrun.models.spec import RunSpec
 from longrun.providers import ScriptedProvider
 from longrun.providers.scripted.rename import Move, NoPatch, Rename, RenameKnowledge, RenamePatch, plan_patch
-from longrun.service import cli, decide
-from longrun.service import client as api
 from longrun.store import Store
 from longrun.tools import default_registry
 from longrun.tools.base import ToolContext
@@ -298,7 +299,7 @@ async def test_one_approval_and_a_scope_do_the_refactor_on_a_branch(
         scope_id, answer = await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"],
                                                     paths=["src/**"], max_uses=len(SRC_FILES), ttl_seconds=3600)
         assert answer.startswith(f"granted {scope_id}: apply_patch on src/**")
-        await api.approve(h.client, run_id, first.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, first.approval_id, "alice", store=store)
         result = await h.result(run_id, timeout=60)  # about 6 s; a file the scope missed would wait here
     assert result.status == "completed", result.reason
 
@@ -350,12 +351,12 @@ async def test_without_a_scope_every_file_waits_for_a_human(store: Store, tempor
         run_id = await h.start(refactor_spec(ws))
         first = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval", what="the move")
                  ).pending_approval
-        await api.approve(h.client, run_id, first.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, first.approval_id, "alice", store=store)
         second = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                    and s.pending_approval.approval_id != first.approval_id, what="the first patch")
                   ).pending_approval
         assert (second.tool, second.arguments["path"]) == ("apply_patch", PATCHED[0])
-        await api.control(h.client, run_id, "cancel")
+        await client_calls.control(h.client, run_id, "cancel")
         assert (await h.result(run_id)).status == "cancelled"
     assert (ws / MOVE[1]).exists() and old_name_left(ws) == sorted(PATCHED), "only the approved move happened"
     events = [r.event for r in store.audit(run_id)]

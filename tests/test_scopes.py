@@ -11,12 +11,12 @@ import pytest
 from longrun.auth import Signer
 from longrun.auth.audit_check import verify_decisions
 from longrun.auth.scopes import constraints_sha256, covering_scope, path_matches
+from longrun.client import decide
+from longrun.client import runs as client_runs
 from longrun.errors import ApprovalError
 from longrun.models.audit import ApprovalRequested, GateVerdict, ScopeEnded, ScopeGranted, ScopeUsed
 from longrun.models.spec import RunSpec
 from longrun.models.state import Scope, TaskState
-from longrun.service import client as api
-from longrun.service import decide
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
 
@@ -112,16 +112,16 @@ async def test_a_scope_covers_its_uses_and_nothing_else(store, temporal_client, 
         scope_id, answer = await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"],
                                                     paths=["src/**"], max_uses=2, ttl_seconds=3600)
         assert answer.startswith(f"granted {scope_id}: apply_patch on src/**, at most 2 uses")
-        await api.approve(h.client, run_id, first.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, first.approval_id, "alice", store=store)
         third = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                   and s.pending_approval.approval_id != first.approval_id)).pending_approval
         assert third.arguments["path"] == "src/d.py"
-        await api.reject(h.client, run_id, third.approval_id, "alice", "not this one")
+        await decide.reject(h.client, run_id, third.approval_id, "alice", "not this one")
         fourth = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                    and s.pending_approval.approval_id not in (first.approval_id, third.approval_id)
                                    )).pending_approval
         assert fourth.arguments["path"] == "lib/e.py"
-        await api.reject(h.client, run_id, fourth.approval_id, "alice", "outside the refactor")
+        await decide.reject(h.client, run_id, fourth.approval_id, "alice", "outside the refactor")
         assert (await h.result(run_id)).status == "completed"
 
     texts = {p: (ws / p).read_text() for p in ("src/a.py", "src/b.py", "src/c.py", "src/d.py", "lib/e.py")}
@@ -158,11 +158,11 @@ async def test_a_new_constraint_and_revoke_grant_end_a_scope(store, temporal_cli
         revoked, _ = await decide.grant_scope(h.client, store, run_id, "alice", tools=["write_file"], paths=["**"],
                                               max_uses=10, ttl_seconds=3600)
         assert (await decide.revoke_scope(h.client, store, run_id, revoked, "alice")) == f"ended {revoked} as alice"
-        await api.say(h.client, store, run_id, "Do not touch lib/.", constraint=True)
+        await client_runs.say(h.client, store, run_id, "Do not touch lib/.", constraint=True)
         second = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                    and s.pending_approval.approval_id != first.approval_id)).pending_approval
         assert second.arguments["path"] == "src/b.py", "after the constraint the scope covers nothing"
-        await api.reject(h.client, run_id, second.approval_id, "alice", "enough")
+        await decide.reject(h.client, run_id, second.approval_id, "alice", "enough")
         assert (await h.result(run_id)).status == "completed"
     ended = {e.scope_id: e for e in (r.event for r in store.audit(run_id)) if isinstance(e, ScopeEnded)}
     assert ended[revoked].by == "alice" and ended[revoked].proof is not None
@@ -188,7 +188,7 @@ async def _audit_until(store, run_id: str, found, timeout: float = 30.0):
 
 @pytestmark_slow
 async def test_a_revoked_key_covers_nothing_more_and_revocation_ends_its_scopes(store, temporal_client, tmp_path):
-    from longrun.service import revocation
+    from longrun.client import revocation
 
     ws = refactor_workspace(tmp_path)
     plan = [
@@ -211,12 +211,12 @@ async def test_a_revoked_key_covers_nothing_more_and_revocation_ends_its_scopes(
                                      max_uses=10, ttl_seconds=3 * 86400, max_ttl_seconds=10 * 86400)
         scope_id, _ = await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"],
                                                paths=["src/**"], max_uses=10, ttl_seconds=3600)
-        await api.reject(h.client, run_id, first.approval_id, "bob", "not lib")
+        await decide.reject(h.client, run_id, first.approval_id, "bob", "not lib")
         second = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                    and s.pending_approval.approval_id != first.approval_id)).pending_approval
         # revoked in Postgres only (no scope ended): the check at each use is what refuses
         assert store.revoke_credentials("alice", reason="laptop lost")
-        await api.reject(h.client, run_id, second.approval_id, "bob", "still not lib")
+        await decide.reject(h.client, run_id, second.approval_id, "bob", "still not lib")
         third = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval"
                                   and s.pending_approval.approval_id not in (first.approval_id, second.approval_id)
                                   )).pending_approval
@@ -233,7 +233,7 @@ async def test_a_revoked_key_covers_nothing_more_and_revocation_ends_its_scopes(
         ending = await _audit_until(store, run_id, lambda evs: [e for e in evs if isinstance(e, ScopeEnded)])
         assert [(e.scope_id, e.reason.split(":")[0], e.by) for e in ending] == [(scope_id, "key_revoked", "owner")]
         assert store.all_scopes(run_id)[0].ended.startswith("key_revoked: key ")
-        await api.reject(h.client, run_id, third.approval_id, "bob", "enough")
+        await decide.reject(h.client, run_id, third.approval_id, "bob", "enough")
         assert (await h.result(run_id)).status == "completed"
 
     texts = {p: (ws / p).read_text() for p in ("src/a.py", "src/b.py", "lib/e.py")}
@@ -246,7 +246,7 @@ async def test_revocation_ends_the_scopes_of_a_run_no_workflow_runs(store):
     """No Temporal to tell (it does not answer, or the run has finished): the scopes of the
     revoked key are ended in Postgres directly, by compare-and-set, with the same audit event;
     a scope of another key stays; a second revocation pass changes nothing."""
-    from longrun.service import revocation
+    from longrun.client import revocation
 
     alice, bob = Signer.load("alice"), Signer.load("bob")
     store.create_run("run-keys", RunSpec(objective="o", workspace="/tmp/ws", approvers=["alice", "bob"]))

@@ -16,9 +16,10 @@ import sys
 
 import pytest
 
+from longrun.client import decide
+from longrun.client import runs as client_runs
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.providers import get_provider
-from longrun.service import client as api
 from longrun.tools.commands import minimal_env
 from tests.fake_anthropic import scripted_policy, tool_use_response
 from tests.fixtures.anthropic import FAKE_API_KEY
@@ -111,7 +112,7 @@ async def drive_to_end(h, run_id: str):
         s = await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed", "failed", "cancelled"))
         if s.status != "waiting_approval":
             return await h.result(run_id)
-        await api.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
+        await decide.approve(h.client, run_id, s.pending_approval.approval_id, "alice")
         await h.wait_for(run_id, lambda x: x.pending_approval is None
                          or x.pending_approval.approval_id != s.pending_approval.approval_id)
 
@@ -144,7 +145,7 @@ async def test_no_canary_leaves_unredacted(store, temporal_client, fake_anthropi
     )
     async with running_worker(temporal_client, store, provider=provider) as h:
         run_id = await h.start(spec)
-        await api.say(h.client, h.store, run_id, f"FYI the staging db is postgres://admin:{c['say_password']}@stage/db")
+        await client_runs.say(h.client, h.store, run_id, f"FYI the staging db is postgres://admin:{c['say_password']}@stage/db")
         result = await drive_to_end(h, run_id)
     assert result.status == "completed", result.reason
 

@@ -12,13 +12,12 @@ import pytest
 
 from longrun.activities import AgentActivities
 from longrun.activities.base import Deps
+from longrun.cli.commands.audit import audit_run
+from longrun.client import decide
 from longrun.errors import StoreError
 from longrun.models import RunSpec
 from longrun.models.io import GateInput, RunToolInput, ToolCallRef
 from longrun.models.state import Effect, EffectStatus, NextAction, utcnow
-from longrun.service import client as api
-from longrun.service import decide
-from longrun.service.commands.audit import audit_run
 from longrun.store import Store
 from longrun.tools import default_registry
 from tests.support.harness import running_worker
@@ -109,7 +108,7 @@ async def test_a_duplicate_effect_is_refused_from_the_table(store: Store, tempor
     async with running_worker(temporal_client, store, provider=PlanProvider(plan=GREETING_EDIT_PLAN)) as h:
         run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
         pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-        await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
         assert (await h.result(run_id)).status == "completed"
     state = store.load_state(run_id)
     assert state.effects == [] and state.approvals == [], "settled and used: not in the state"
@@ -151,7 +150,7 @@ async def test_a_refactor_of_300_scoped_edits_keeps_the_state_small(store: Store
         first = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
         await decide.grant_scope(h.client, store, run_id, "alice", tools=["apply_patch"], paths=["src/**"],
                                  max_uses=EDITS - 1, ttl_seconds=3600)
-        await api.approve(h.client, run_id, first.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, first.approval_id, "alice", store=store)
         result = await h.result(run_id, timeout=540)
         assert result.status == "completed", result.reason
 

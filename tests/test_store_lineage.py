@@ -77,7 +77,7 @@ def test_a_fork_reads_its_parents_entries_through_the_fork_point_and_verifies_al
 
 
 def test_runs_tree_puts_forks_and_subagents_under_their_parents(store: Store) -> None:
-    from longrun.service.commands.runs_tree import tree_lines
+    from longrun.cli.commands.runs_tree import tree_lines
 
     store.create_run("root", RunSpec(objective="review", workspace="/tmp"), opening=Message.user_text("go"))
     store.create_run("root-sub", RunSpec(objective="Subagent brief: look", workspace="/tmp", read_only=True),

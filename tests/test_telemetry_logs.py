@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from longrun.client.connection import connect_temporal
 from longrun.models.spec import RunSpec
-from longrun.service.cli import build_parser
+from longrun.cli import build_parser
 from longrun.telemetry import configure_tracing
 from longrun.telemetry.logs import JsonFormatter
 from tests.support.harness import Harness
@@ -74,7 +74,7 @@ async def test_the_workers_json_lines_name_run_turn_activity_and_trace(store, db
     env.pop("LONGRUN_MODEL", None)
     log_path = tmp_path / "worker.err"
     with open(log_path, "w") as err:
-        worker = subprocess.Popen([sys.executable, "-m", "longrun.service.cli", "worker", "--log-format", "json"],
+        worker = subprocess.Popen([sys.executable, "-m", "longrun.cli", "worker", "--log-format", "json"],
                                   cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         client = await connect_temporal(address, "default")

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from longrun.auth.scopes import constraints_sha256, covering_scope
+from longrun.client.approval_view import _diff
 from longrun.errors import ToolError, WorkspaceEscape
 from longrun.models.state import Scope, TaskState
-from longrun.service.approval_view import _diff
 from longrun.tools import default_registry
 from longrun.tools.base import ToolContext
 from longrun.tools.fs_tools import TRASH_PREFIX, _trash

@@ -30,13 +30,13 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from longrun.cli.commands.runs import last_sandbox, status_lines
+from longrun.cli.commands.watch import describe_pending
+from longrun.client.status import status_from_store
 from longrun.errors import SandboxUnavailable
 from longrun.models.audit import ToolRan
 from longrun.models.run import PendingApproval
 from longrun.models.spec import RunSpec
-from longrun.service.client import status_from_store
-from longrun.service.commands.runs import last_sandbox, status_lines
-from longrun.service.commands.watch import describe_pending
 from longrun.tools import RUN_COMMAND, ToolContext, sandbox_limits
 from longrun.tools import sandbox as sb
 from longrun.tools.autorun import runs_code

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from longrun.client.approval_view import _diff
 from longrun.errors import ToolError
-from longrun.service.approval_view import _diff
 from longrun.tools import default_registry
 from longrun.tools.base import ToolContext
 from longrun.tools.fs_tools import tree_fingerprint
@@ -145,9 +145,9 @@ FIFO_PLAN = [
 async def test_a_run_over_a_fifo_completes_and_the_approver_gets_an_answer(
     store: Any, temporal_client: Any, ws: Path,
 ) -> None:
+    from longrun.client import decide
+    from longrun.client.approval_view import approval_view
     from longrun.models.spec import RunSpec
-    from longrun.service import client as api
-    from longrun.service.approval_view import approval_view
     from tests.support.harness import running_worker
     from tests.support.policy import PlanProvider
 
@@ -158,7 +158,7 @@ async def test_a_run_over_a_fifo_completes_and_the_approver_gets_an_answer(
             pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
             view = promptly(lambda: approval_view(store, run_id, pending.approval_id))
             assert view.diff is None and view.diff_note and "is a FIFO, not a regular file" in view.diff_note
-            await api.approve(h.client, run_id, pending.approval_id, "alice", store=store)
+            await decide.approve(h.client, run_id, pending.approval_id, "alice", store=store)
             result = await h.result(run_id, timeout=90)
         finally:  # on a regression, free the threads blocked on the FIFO so the worker can stop
             for _ in range(8):

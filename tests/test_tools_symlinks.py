@@ -20,12 +20,11 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from longrun.client import decide
+from longrun.client.approval_view import _diff
 from longrun.errors import ToolError
 from longrun.models.audit import ChangeSetOpened, GateVerdict, ScopeUsed
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
-from longrun.service import decide
-from longrun.service.approval_view import _diff
 from longrun.store import Store
 from longrun.tools import default_registry
 from longrun.tools.autorun import runs_code_warnings
@@ -178,7 +177,7 @@ async def test_a_scope_on_docs_gets_no_edit_through_a_link_and_leaves_nothing_un
         assert first.arguments["path"] == "docs/index.md"
         await decide.grant_scope(h.client, store, run_id, "alice", tools=["write_file", "apply_patch"],
                                  paths=["docs/**"], max_uses=10, ttl_seconds=3600)
-        await api.approve(h.client, run_id, first.approval_id, "alice", store=store)
+        await decide.approve(h.client, run_id, first.approval_id, "alice", store=store)
         result = await h.result(run_id, timeout=90)
     assert result.status == "completed", result.reason
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from longrun.client import decide
 from longrun.errors import StaleStateError
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
-from longrun.service import client as api
 from longrun.store import Store
 from longrun.store.counting import Invocation, count_statements
 from tests.support.harness import running_worker
@@ -60,7 +60,7 @@ async def test_statements_per_turn_kind_stay_under_their_bounds(db_url, temporal
         async with running_worker(temporal_client, store, provider=PlanProvider(plan=PLAN)) as h:
             run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
             pending = (await h.wait_for(run_id, lambda s: s.status in ("waiting_approval", "completed"))).pending_approval
-            await api.approve(h.client, run_id, pending.approval_id, "alice")
+            await decide.approve(h.client, run_id, pending.approval_id, "alice")
             result = await h.result(run_id)
     assert result.status == "completed", result
     assert (ws / "hello.txt").read_text() == "hello world\n"

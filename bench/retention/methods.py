@@ -25,11 +25,11 @@ from typing import Any
 
 from bench.retention import fake_model
 from bench.retention.generate import Conversation
+from longrun.cli import compact_cmd
 from longrun.context import Calibration, compact, estimate_request, fit_request, render_request
 from longrun.context.summary import Summarizer
 from longrun.models.context import TranscriptItem
 from longrun.models.spec import ContextPolicy
-from longrun.service import compact_cmd
 
 METHODS = ("none", "naive", "extractive", "model")
 FAKE_KEY = "sk-ant-fake-retention-bench"

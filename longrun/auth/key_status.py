@@ -4,7 +4,7 @@ A proof is checked when a scope or an approval is granted; that is not enough, b
 used later (a scope for hours). So at every use, the gate (and the intent that takes the use)
 asks again whether the signing key is still active: a revoked or expired key ends what it
 granted, at once, whether or not anything has ended the scope in the task state yet. Revoking a
-key also ends its scopes in every run (`longrun.service.revocation`), for the record; this check
+key also ends its scopes in every run (`longrun.client.revocation`), for the record; this check
 is what makes a revocation hold in the meantime.
 
 Pure: the caller fetches the credential from Postgres (`Store.credential`) in an activity.

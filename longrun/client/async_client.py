@@ -22,14 +22,19 @@ from typing import Any
 from temporalio.client import Client as TemporalClient
 
 from longrun.auth.keys import Signer
-from longrun.client import calls, reports, runs, status
+from longrun.client import (
+    calls,
+    decide,  # a module, not its names: decide itself imports longrun.client.calls
+    reports,
+    runs,
+    status,
+)
+from longrun.client.approval_view import ApprovalView, approval_view
 from longrun.client.connection import connect_temporal, open_database
 from longrun.client.feeds import Feeds
 from longrun.models.audit import RunFinished
 from longrun.models.run import PendingApproval, RunStatusView
 from longrun.models.spec import RunSpec
-from longrun.service import decide  # a module, not its names: decide itself imports longrun.client.calls
-from longrun.service.approval_view import ApprovalView, approval_view
 from longrun.service.settings import Settings
 from longrun.store import AuditRecord, Store
 from longrun.store.records import RunRecord

@@ -15,10 +15,10 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from longrun.client import reports
+from longrun.client.approval_view import ApprovalView
 from longrun.client.async_client import Approver, Client
 from longrun.models.run import PendingApproval, RunStatusView
 from longrun.models.spec import RunSpec
-from longrun.service.approval_view import ApprovalView
 from longrun.service.settings import Settings
 from longrun.store import AuditRecord, Store
 from longrun.store.records import RunRecord

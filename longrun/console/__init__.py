@@ -21,5 +21,7 @@ worker like any other (see `auth` for how signing in works). docs/API.md documen
 
 from longrun.console.app import create_app
 from longrun.console.context import Console
+from longrun.console.session_mac import KEY_FILE as SESSION_KEY_FILE
+from longrun.console.session_mac import SECRET_VARIABLE as SESSION_SECRET_VARIABLE
 
-__all__ = ["Console", "create_app"]
+__all__ = ["SESSION_KEY_FILE", "SESSION_SECRET_VARIABLE", "Console", "create_app"]

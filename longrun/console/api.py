@@ -22,8 +22,9 @@ from sse_starlette.sse import EventSourceResponse
 
 from longrun.auth.audit_check import verify_decisions
 from longrun.auth.keys import Signer
-from longrun.client import calls
+from longrun.client import calls, decide
 from longrun.client import runs as client_runs
+from longrun.client.approval_view import approval_view
 from longrun.client.status import pending_from_audit
 from longrun.console import views
 from longrun.console.auth import Me, Principal, check_csrf, check_origin, client_address, login, logout, signer
@@ -41,8 +42,6 @@ from longrun.models.audit import (
     ScopeGranted,
 )
 from longrun.models.run import RunStatus
-from longrun.service import decide
-from longrun.service.approval_view import approval_view
 from longrun.store import AuditRecord, InvalidInputError
 from longrun.store.records import RunRecord
 from longrun.views_common import describe_event

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from longrun.client.approval_view import DIFF_TOOLS, approval_view
 from longrun.console import views
 from longrun.console.api import audit_view, console_of
 from longrun.console.auth import Me, Principal, check_csrf, check_origin, client_address, login, logout
@@ -25,7 +26,6 @@ from longrun.console.errors import ConsoleError, NotFound
 from longrun.console.session_cookie import clear_cookie, set_cookie
 from longrun.errors import LongrunError, RunNotFoundError
 from longrun.models import utcnow
-from longrun.service.approval_view import DIFF_TOOLS, approval_view
 from longrun.views_common import SCRIPTED_NOTE
 
 router = APIRouter(include_in_schema=False)

@@ -1,6 +1,6 @@
 """`POST /api/runs`: start a run over HTTP (docs/API.md, "Starting runs").
 
-The rules of the request are `longrun start`'s (`service.start_request`), so a run the CLI would
+The rules of the request are `longrun start`'s (`longrun.client.start_request`), so a run the CLI would
 refuse is refused here too. Who may: `operator` (the role that already pauses, cancels and
 steers runs), with the CSRF token. Each request carries an `Idempotency-Key`: the key is claimed
 in PostgreSQL (`run_requests`, migration 0011) before anything starts, so a retried or concurrent
@@ -27,13 +27,13 @@ from pydantic import ValidationError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from longrun.client import runs as api
+from longrun.client.start_request import InvalidStart, StartRequest, build_spec
 from longrun.console.auth import Me, Principal, check_csrf
 from longrun.console.context import Console
 from longrun.console.errors import Conflict, ConsoleError, Forbidden
 from longrun.errors import ConfigError, RunExistsError, RunNotFoundError
 from longrun.models.run import RunStatus
 from longrun.models.spec import RunSpec
-from longrun.service.start_request import InvalidStart, StartRequest, build_spec
 from longrun.store.tables_requests import KEY_MAX
 
 router = APIRouter(prefix="/api")

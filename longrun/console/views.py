@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from longrun import render
 from longrun.client.status import pending_from_audit, status_from_records
 from longrun.context import list_facts
 from longrun.models.audit import (
@@ -36,7 +37,6 @@ from longrun.models.audit import (
 )
 from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.providers.pricing import estimate_cost
-from longrun.service import render
 from longrun.store import AuditRecord, Store
 from longrun.store.records import RunRecord
 from longrun.views_common import context_limits, context_points, describe_event

@@ -4,7 +4,8 @@ Several workers may run at once, on one machine or many; they share nothing but 
 Temporal server. Custom tools (`@longrun.tool`) are handed to it; a name that collides with a
 built-in or an MCP tool is refused here, at start:
 
-    worker = build_worker(client, store, tools=[search_logs, send_message])
+    longrun.Worker(tools=[search_logs, send_message]).run_sync()        # connects from the settings
+    worker = build_worker(client, store, tools=[search_logs, send_message])  # a client you hold
 
 Model providers come from a registry (longrun.providers.registry): the built-ins, those handed
 here (`providers={"echo": ModelProvider(...)}`, a prefix taken twice is refused at start) and
@@ -17,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Worker as TemporalWorker
 
 from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
 from longrun.activities.trust import WorkerTrust
@@ -121,7 +123,7 @@ def build_worker(
     tools: Sequence[Tool] = (),
     providers: Mapping[str, ModelProvider] | None = None,
     metrics: WorkerMetrics | None = None,
-) -> Worker:
+) -> TemporalWorker:
     """A worker for the run workflow and every activity, with the activity error mapping.
 
     `metrics` (None: nothing is counted) receives what the activities do and how long each took
@@ -155,7 +157,7 @@ def build_worker(
     tracing = tracing_interceptors()
     if tracing and has_tracing_interceptor(client.config().get("interceptors")):
         tracing = []
-    return Worker(
+    return TemporalWorker(
         client,
         task_queue=task_queue or settings.task_queue,
         workflows=list(workflows),
@@ -168,36 +170,115 @@ def build_worker(
     )
 
 
+class Worker:
+    """A longrun worker in your own process: the run workflow and every activity on one task queue,
+    with your tools and model providers. It connects from `settings` (default: the environment and
+    `longrun dev up`'s stack, as the CLI reads them) when it runs, and serves runs until `stop()`,
+    SIGINT or SIGTERM:
+
+        longrun.Worker(tools=[search_logs], providers={"local": LOCAL}).run_sync()
+
+    Args:
+        tools: your `@longrun.tool` tools, offered beside the built-ins.
+        providers: model providers by prefix (`{"local": ModelProvider(...)}`), beside the built-ins
+            and the `longrun.providers` entry points.
+        settings: where the stack is, and the worker's sandbox and trust (default `Settings.from_env()`).
+        task_queue: the queue to poll (default: the settings' one, `LONGRUN_TASK_QUEUE`).
+        registry: the tool registry to add `tools` to (default: the built-ins).
+        metrics_port: serve Prometheus metrics at http://`metrics_host`:PORT/metrics (longrun's) and
+            PORT+1 (the Temporal SDK's); None (default): no metrics endpoint.
+
+    Raises:
+        ConfigError: at construction, before anything connects: a tool's name is taken by a built-in
+            (or another of `tools`), a tool is incomplete, or a provider takes a built-in's prefix.
+    """
+
+    def __init__(self, *, tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None,
+                 settings: Settings | None = None, task_queue: str | None = None,
+                 registry: ToolRegistry | None = None, metrics_port: int | None = None,
+                 metrics_host: str = "127.0.0.1") -> None:
+        self.settings = settings or Settings.from_env()
+        self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
+        self.task_queue = task_queue or self.settings.task_queue
+        self.tools = tuple(tools)
+        self.providers = dict(providers or {})
+        self.registry = with_custom_tools(registry or default_registry(), self.tools)
+        ProviderRegistry(self.providers, entry_points=False)  # a taken prefix: refused now, not at run
+        self._running: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    async def run(self, *, on_ready: Callable[[str], None] | None = None) -> None:
+        """Serve runs until `stop()`, SIGINT or SIGTERM (in the main thread), or until the task
+        running it is cancelled; in-flight activities are left to Temporal's retries.
+
+        Args:
+            on_ready: called with a line that says what the worker serves, once it polls.
+
+        Raises:
+            StackNotRunning: Temporal or PostgreSQL does not answer (the message says which).
+        """
+        from longrun.client.connection import connect_temporal, open_database
+
+        metrics, runtime = None, None
+        if self.metrics_port is not None:
+            from longrun.telemetry.serving import serve_worker_metrics
+
+            metrics, runtime = serve_worker_metrics(self.metrics_host, self.metrics_port)
+        client = await connect_temporal(self.settings.temporal_address, self.settings.namespace, runtime=runtime)
+        store = open_database(self.settings.database_url)
+        loop, stopping = asyncio.get_running_loop(), asyncio.Event()
+        handled = []
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stopping.set)
+                handled.append(sig)
+        self._running = (loop, stopping)
+        try:
+            async with build_worker(client, store, settings=self.settings, registry=self.registry,
+                                    providers=self.providers, task_queue=self.task_queue, metrics=metrics):
+                if on_ready is not None:
+                    on_ready(self.describe())
+                await stopping.wait()
+        finally:
+            self._running = None
+            flush_tracing()
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            store.engine.dispose()
+
+    def run_sync(self) -> None:
+        """`run()` on a new event loop, for code that has none (a script's `__main__`)."""
+        asyncio.run(self.run())
+
+    def stop(self) -> None:
+        """Ask a running worker to stop (from any thread); `run()` then returns. A no-op when it
+        is not running."""
+        running = self._running
+        if running is not None:
+            loop, stopping = running
+            loop.call_soon_threadsafe(stopping.set)
+
+    def describe(self) -> str:
+        """What this worker serves, in one line (what `longrun worker` prints when it is ready)."""
+        offered = ", ".join(s.name for s in self.settings.mcp_servers) or "none"
+        custom = ", ".join(t.name for t in self.tools) or "none"
+        models = ", ".join(sorted(self.providers)) or "none"
+        line = (f"longrun worker on task queue {self.task_queue!r} at {self.settings.temporal_address}; MCP servers "
+                f"offered: {offered}; custom tools: {custom}; custom model providers: {models}; Ctrl-C stops it")
+        if self.metrics_port is not None:
+            line += (f"\nmetrics on http://{self.metrics_host}:{self.metrics_port}/metrics (longrun) and "
+                     f"http://{self.metrics_host}:{self.metrics_port + 1}/metrics (Temporal SDK)")
+        return line
+
+
 async def run_worker(settings: Settings | None = None, *, registry: ToolRegistry | None = None,
                      tools: Sequence[Tool] = (), providers: Mapping[str, ModelProvider] | None = None,
                      metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
-    """Run a worker in the foreground until SIGINT/SIGTERM.
+    """Run a worker in the foreground until SIGINT/SIGTERM, printing a line once it polls (the
+    function form of `Worker(...).run()`, for `longrun worker`).
 
     With `metrics_port`, longrun's metrics are served at http://HOST:PORT/metrics and the Temporal
     SDK's own (polls, task slots, schedule-to-start latency; prefixed `temporal_`) at PORT+1."""
-    from longrun.service.client import connect, open_store
-
-    settings = settings or Settings.from_env()
-    registry = with_custom_tools(registry or default_registry(), tools)  # a taken name: refused before connecting
-    metrics, runtime = None, None
-    if metrics_port is not None:
-        from longrun.telemetry.serving import serve_worker_metrics
-
-        metrics, runtime = serve_worker_metrics(metrics_host, metrics_port)
-    client = await connect(settings, runtime=runtime)
-    store = open_store(settings)
-    worker = build_worker(client, store, settings=settings, registry=registry, providers=providers, metrics=metrics)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        offered = ", ".join(s.name for s in settings.mcp_servers) or "none"
-        custom = ", ".join(t.name for t in tools) or "none"
-        print(f"longrun worker on task queue {settings.task_queue!r} at {settings.temporal_address}; MCP servers "
-              f"offered: {offered}; custom tools: {custom}; Ctrl-C stops it", flush=True)
-        if metrics_port is not None:
-            print(f"metrics on http://{metrics_host}:{metrics_port}/metrics (longrun) and "
-                  f"http://{metrics_host}:{metrics_port + 1}/metrics (Temporal SDK)", flush=True)
-        await stop.wait()
-    flush_tracing()
+    worker = Worker(tools=tools, providers=providers, settings=settings, registry=registry,
+                    metrics_port=metrics_port, metrics_host=metrics_host)
+    await worker.run(on_ready=lambda line: print(line, flush=True))

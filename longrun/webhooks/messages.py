@@ -70,7 +70,7 @@ def status_command(run_id: str) -> str:
 
 
 def approval_commands(run_id: str, approval_id: str, approvers: list[str]) -> dict[str, str]:
-    """As `longrun status` prints them (`longrun.service.commands.watch.answer_commands`)."""
+    """As `longrun status` prints them (`longrun.cli.commands.watch.answer_commands`)."""
     who = approvers[0] if approvers else "NAME"
     return {
         "approve": f"longrun approve {run_id} {approval_id} --as {who}",

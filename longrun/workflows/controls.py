@@ -85,7 +85,7 @@ class ControlsMixin(RunBase):
         if inp.instruction_id is None or inp.text is not None:
             raise ApplicationError(
                 "an instruction is stored in Postgres first and sent by id (instruction_id, no text): "
-                "use `longrun say` or longrun.service.client.say"
+                "use `longrun say` or `longrun.Client.say`"
             )
 
     @workflow.update(name="compact_now")

@@ -13,9 +13,10 @@ from typing import Any
 
 from temporalio.client import Client
 
+from longrun.client import calls as client_calls
+from longrun.client import runs as client_runs
 from longrun.models.io import StatusQueryResult
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from longrun.service.settings import Settings
 from longrun.service.worker import ProviderCache, build_worker
 from longrun.store import Store
@@ -39,10 +40,10 @@ class Harness:
         self.task_queue = task_queue
 
     async def start(self, spec: RunSpec, run_id: str | None = None) -> str:
-        return await api.start_run(self.client, self.store, spec, task_queue=self.task_queue, run_id=run_id)
+        return await client_runs.start_run(self.client, self.store, spec, task_queue=self.task_queue, run_id=run_id)
 
     async def status(self, run_id: str) -> StatusQueryResult:
-        result = await api.query_status(self.client, run_id)
+        result = await client_calls.query_status(self.client, run_id)
         assert result is not None, f"workflow {run_id} not found"
         return result
 

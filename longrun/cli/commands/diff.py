@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, open_store_only, print_json, say
 from longrun.client.reports import change_set_of
-from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, open_store_only, print_json, say
 from longrun.workspace import GitError, commits, diff
 
 

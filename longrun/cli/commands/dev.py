@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from longrun.errors import ConfigError
 from longrun.service import devstack
-from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, add_log_format, print_json, say, settings
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, add_log_format, print_json, say, settings
 from longrun.telemetry.logs import configure_logging
+
+if TYPE_CHECKING:
+    from longrun.providers.registry import ModelProvider
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -54,6 +58,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                         "Temporal SDK's); counts only, no run ids or text (docs/OBSERVABILITY.md)")
     worker.add_argument("--metrics-host", default="127.0.0.1",
                         help="address the metrics listen on (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)")
+    worker.add_argument("--providers", action="append", default=[], metavar="[PREFIX=]MODULE:ATTR",
+                        help="model providers of your own: PREFIX=package.module:attr (one "
+                        "longrun.providers.ModelProvider; runs then name models PREFIX:MODEL) or package.module:attr "
+                        "(a dict of them by prefix); repeatable. A built-in's prefix, or one loaded twice, is refused")
     worker.set_defaults(func=cmd_worker)
 
 
@@ -100,8 +108,17 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         from longrun.mcp import config as mcp_config
 
         cfg = dataclasses.replace(cfg, mcp_servers=mcp_config.load(path=args.mcp_config))
+    from longrun.providers.loading import load_providers
     from longrun.tools.loading import load_tools
 
     tools = [t for reference in args.tools for t in load_tools(reference)]
-    await run_worker(cfg, tools=tools, metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+    providers: dict[str, ModelProvider] = {}
+    for reference in args.providers:
+        for prefix, provider in load_providers(reference).items():
+            if prefix in providers:
+                raise ConfigError(f"--providers {reference!r}: prefix {prefix!r} is loaded twice; load each "
+                                  "provider once")
+            providers[prefix] = provider
+    await run_worker(cfg, tools=tools, providers=providers, metrics_port=args.metrics_port,
+                     metrics_host=args.metrics_host)
     return EXIT_OK

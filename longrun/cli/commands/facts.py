@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from longrun.cli.commands.common import EXIT_OK, add_json, open_store_only, print_json, say
 from longrun.context import list_facts
-from longrun.service.commands.common import EXIT_OK, add_json, open_store_only, print_json, say
 
 KINDS = ("rule", "decision", "value", "status", "preference")
 

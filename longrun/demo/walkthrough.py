@@ -28,18 +28,21 @@ from typing import Any
 
 from temporalio.client import Client
 
+from longrun import render
 from longrun.auth import Signer, key_id_of, new_key, public_pem, write_private_key
 from longrun.auth.audit_check import verify_decisions
+from longrun.cli.commands.audit import summary, summary_lines, timeline
+from longrun.cli.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, usage_error
+from longrun.cli.commands.watch import Watcher, describe_pending
+from longrun.client import decide
 from longrun.client import runs as client_runs
 from longrun.client.connection import connect_temporal, open_database
+from longrun.demo import console as demo_console
 from longrun.models.audit import CompactionDone, ToolRan
 from longrun.models.run import RunStatus
 from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.models.state import TaskState, utcnow
-from longrun.service import decide, demo_console, devstack, render
-from longrun.service.commands.audit import summary, summary_lines, timeline
-from longrun.service.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, usage_error
-from longrun.service.commands.watch import Watcher, describe_pending
+from longrun.service import devstack
 from longrun.service.settings import Settings, longrun_home
 from longrun.store import Store
 from longrun.views_common import context_limits, context_points

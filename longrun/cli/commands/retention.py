@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from longrun.errors import StoreError
-from longrun.service import render
-from longrun.service.commands.common import (
+from longrun import render
+from longrun.cli.commands.common import (
     EXIT_FAIL,
     EXIT_OK,
     CliError,

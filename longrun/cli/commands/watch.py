@@ -16,6 +16,8 @@ from typing import Any
 
 from temporalio.client import Client
 
+from longrun import render
+from longrun.cli.commands.common import dump
 from longrun.client import status as client_status
 from longrun.models.audit import (
     ApprovalExpired,
@@ -41,8 +43,6 @@ from longrun.models.audit import (
     ToolRan,
 )
 from longrun.models.run import PendingApproval, RunStatusView
-from longrun.service import render
-from longrun.service.commands.common import dump
 from longrun.store import AuditRecord, Store
 from longrun.tools.autorun import runs_code_warnings
 from longrun.views_common import (

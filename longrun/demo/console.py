@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 
 from longrun.auth import key_id_of, new_key, public_pem
 from longrun.auth.sealed import seal_with_password
-from longrun.service.commands.common import CliError
+from longrun.cli.commands.common import CliError
 from longrun.service.settings import Settings
 from longrun.store import Store
 

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from longrun.client.fork import ForkRefused, ForkRequest, fork_run
-from longrun.service.commands.common import EXIT_OK, CliError, add_json, print_json, say, settings, stack
+from longrun.cli.commands.common import EXIT_OK, CliError, add_json, print_json, say, settings, stack
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:

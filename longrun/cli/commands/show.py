@@ -3,16 +3,16 @@
 `status` and `watch` show a pending approval's arguments cut at 300 characters; this prints the
 call's full canonical arguments from PostgreSQL, a unified diff against the file as it is now for
 `write_file` and `apply_patch`, the files among them that run code, and the action hash the
-approval binds, recomputed from those arguments (`longrun.service.approval_view`)."""
+approval binds, recomputed from those arguments (`longrun.client.approval_view`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from longrun.cli.commands.common import EXIT_OK, add_json, print_json, say, stack
+from longrun.client.approval_view import approval_view, render_view
 from longrun.client.status import run_status
-from longrun.service.approval_view import approval_view, render_view
-from longrun.service.commands.common import EXIT_OK, add_json, print_json, say, stack
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:

@@ -12,13 +12,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from longrun.client import calls, runs
-from longrun.client.status import probe_workflow
-from longrun.errors import ApprovalError
-from longrun.models.audit import ApprovalExpired
-from longrun.models.io import StatusQueryResult
-from longrun.service import decide, render
-from longrun.service.commands.common import (
+from longrun import render
+from longrun.cli.commands.common import (
     EXIT_OK,
     CliError,
     add_json,
@@ -28,6 +23,11 @@ from longrun.service.commands.common import (
     stack,
     usage_error,
 )
+from longrun.client import calls, decide, runs
+from longrun.client.status import probe_workflow
+from longrun.errors import ApprovalError
+from longrun.models.audit import ApprovalExpired
+from longrun.models.io import StatusQueryResult
 from longrun.store import InvalidInputError, Store
 from longrun.store.repository import MAX_INSTRUCTION_CHARS
 

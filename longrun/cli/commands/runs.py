@@ -11,16 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from longrun.client import runs as client_runs
-from longrun.client import status as client_status
-from longrun.errors import StoreError
-from longrun.mcp import cli as mcp_cli
-from longrun.models.audit import ModelCalled, ToolRan
-from longrun.models.run import RunStatus, RunStatusView
-from longrun.models.spec import RunSpec
-from longrun.models.state import Scope, utcnow
-from longrun.service import render, start_request
-from longrun.service.commands.common import (
+from longrun import render
+from longrun.cli.commands.common import (
     EXIT_FAIL,
     EXIT_OK,
     SCRIPTED_NOTE,
@@ -34,9 +26,18 @@ from longrun.service.commands.common import (
     stack,
     usage_error,
 )
-from longrun.service.commands.runs_tree import lineage_lines, tree_lines
-from longrun.service.commands.watch import Watcher, answer_commands, describe_pending
-from longrun.service.start_request import DirtyWorkspace, InvalidStart, StartRequest
+from longrun.cli.commands.runs_tree import lineage_lines, tree_lines
+from longrun.cli.commands.watch import Watcher, answer_commands, describe_pending
+from longrun.client import runs as client_runs
+from longrun.client import start_request
+from longrun.client import status as client_status
+from longrun.client.start_request import DirtyWorkspace, InvalidStart, StartRequest
+from longrun.errors import StoreError
+from longrun.mcp import cli as mcp_cli
+from longrun.models.audit import ModelCalled, ToolRan
+from longrun.models.run import RunStatus, RunStatusView
+from longrun.models.spec import RunSpec
+from longrun.models.state import Scope, utcnow
 from longrun.store import Store
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.sandbox import SANDBOX_MODES

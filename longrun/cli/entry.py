@@ -35,10 +35,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from longrun.cli import compact_cmd
+from longrun.cli.commands import GROUPS
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_USAGE, SCRIPTED_NOTE, CliError
 from longrun.errors import ApprovalError, ConfigError, LongrunError, RunNotFoundError, StackNotRunning
-from longrun.service import compact_cmd
-from longrun.service.commands import GROUPS
-from longrun.service.commands.common import EXIT_FAIL, EXIT_USAGE, SCRIPTED_NOTE, CliError
 from longrun.telemetry.tracing import flush_tracing
 
 
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     for group in GROUPS:
         group.register(sub)
     compact_cmd.add_parser(sub)
-    from longrun.service import demo
+    from longrun import demo
 
     demo.register(sub)
     return parser
@@ -114,6 +114,3 @@ def _main(argv: list[str] | None) -> int:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from longrun import render
 from longrun.errors import ConfigError
 from longrun.mcp import cli as mcp_names
 from longrun.models.spec import ContextPolicy, RunSpec
-from longrun.service import render
 from longrun.service.settings import Settings
 from longrun.tools.sandbox import SandboxMode
 from longrun.workspace.changeset import dirty_files, is_git_workspace

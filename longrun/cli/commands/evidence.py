@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from longrun.service.commands.common import EXIT_OK, add_json, open_store_only, print_json, say
+from longrun.cli.commands.common import EXIT_OK, add_json, open_store_only, print_json, say
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:

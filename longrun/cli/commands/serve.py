@@ -15,7 +15,7 @@ import argparse
 import os
 from typing import Any
 
-from longrun.service.commands.common import EXIT_OK, CliError, add_log_format, open_store_only, say, settings
+from longrun.cli.commands.common import EXIT_OK, CliError, add_log_format, open_store_only, say, settings
 from longrun.telemetry.logs import configure_logging
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8780
@@ -41,8 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     event loop and HTTP parser keep the console's tail latency down (bench/console_load.py)."""
     import uvicorn
 
-    from longrun.console import Console, create_app
-    from longrun.console.session_mac import KEY_FILE, SECRET_VARIABLE
+    from longrun.console import SESSION_KEY_FILE, SESSION_SECRET_VARIABLE, Console, create_app
 
     if not 0 < args.port < 65536:
         raise CliError("--port must be between 1 and 65535", code=2)
@@ -57,8 +56,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server = uvicorn.Server(config)
     say(f"longrun console on http://{args.host}:{args.port} (sign in with a console password: "
         "`longrun approvers add NAME --console`); Ctrl-C stops it")
-    say(f"sessions are signed with {SECRET_VARIABLE}" if os.environ.get(SECRET_VARIABLE) else
-        f"sessions are signed with {console.settings.home / KEY_FILE} (every console process needs the same key)")
+    say(f"sessions are signed with {SESSION_SECRET_VARIABLE}" if os.environ.get(SESSION_SECRET_VARIABLE) else
+        f"sessions are signed with {console.settings.home / SESSION_KEY_FILE} (every console process needs the same key)")
     try:
         server.run()
     finally:

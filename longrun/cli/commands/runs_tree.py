@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from longrun.service import render
+from longrun import render
 from longrun.store import Store
 from longrun.store.records import RunRecord
 

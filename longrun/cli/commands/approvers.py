@@ -19,13 +19,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from longrun import render
 from longrun.auth import ROLES, default_key_path, key_id_of, new_key, public_pem, write_private_key
 from longrun.auth.keys import load_public_pem
 from longrun.auth.sealed import check_password, seal_with_password
-from longrun.client.connection import connect_temporal
-from longrun.errors import ApprovalError, ConfigError, LongrunError, StoreError
-from longrun.service import decide, render, revocation
-from longrun.service.commands.common import (
+from longrun.cli.commands.common import (
     EXIT_OK,
     CliError,
     add_json,
@@ -37,6 +35,9 @@ from longrun.service.commands.common import (
     stack,
     usage_error,
 )
+from longrun.client import decide, revocation
+from longrun.client.connection import connect_temporal
+from longrun.errors import ApprovalError, ConfigError, LongrunError, StoreError
 from longrun.store import InvalidInputError, Store, make_engine
 
 OWNER_HINT = ("registering or revoking a key needs the schema owner's database URL (the app role may only read "
@@ -253,7 +254,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 async def cmd_revoke(args: argparse.Namespace) -> int:
-    """Revoke the keys, then end the scopes they signed in every run (`longrun.service.revocation`)."""
+    """Revoke the keys, then end the scopes they signed in every run (`longrun.client.revocation`)."""
     with _owner_store() as store:
         try:
             revoked = store.revoke_credentials(args.name, key_id=args.key_id, reason=args.reason)

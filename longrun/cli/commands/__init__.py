@@ -1,7 +1,7 @@
 """The `longrun` subcommands, one module per group. Each module has `register(subparsers)`,
 which adds its parsers with `func` set to a handler `(args) -> int` (sync or async)."""
 
-from longrun.service.commands import (
+from longrun.cli.commands import (
     approvers,
     audit,
     control,

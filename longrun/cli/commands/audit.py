@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from longrun import render
 from longrun.auth.audit_check import DecisionProblem, DecisionReport, verify_decisions
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, dump, open_store_only, print_json, say
 from longrun.models.audit import (
     ModelCalled,
 )
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from longrun.service import render
-from longrun.service.commands.common import EXIT_FAIL, EXIT_OK, add_json, dump, open_store_only, print_json, say
 from longrun.store import ChainVerdict, Store
 from longrun.views_common import clip as _clip
 from longrun.views_common import describe_event

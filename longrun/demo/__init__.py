@@ -1,0 +1,11 @@
+"""`longrun demo`: the whole of longrun on a sample project, in under two minutes.
+
+| module | job |
+|---|---|
+| `walkthrough` | the demo itself: stack, worker, a review that stops at an approval, the reports |
+| `console` | `longrun demo --console`: the approval answered by a person in the web console |
+"""
+
+from longrun.demo.walkthrough import register
+
+__all__ = ["register"]
