@@ -18,12 +18,12 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from longrun.cli import main
 from longrun.errors import ArtifactPruned
 from longrun.models import Message, Projection
 from longrun.models.audit import ToolRan
 from longrun.models.context import CompactionReport, FactRow
 from longrun.models.spec import RunSpec
-from longrun.cli import main
 from longrun.store import Store, libpq_url
 from longrun.store.roles import app_role_url, ensure_login
 from tests.support.harness import running_worker

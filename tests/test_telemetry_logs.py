@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from longrun.cli import build_parser
 from longrun.client.connection import connect_temporal
 from longrun.models.spec import RunSpec
-from longrun.cli import build_parser
 from longrun.telemetry import configure_tracing
 from longrun.telemetry.logs import JsonFormatter
 from tests.support.harness import Harness

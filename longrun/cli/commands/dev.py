@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, add_log_format, print_json, say, settings
 from longrun.errors import ConfigError
 from longrun.service import devstack
-from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, add_log_format, print_json, say, settings
 from longrun.telemetry.logs import configure_logging
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ import getpass
 import sys
 from typing import Any
 
-from longrun.client.fork import ForkRefused, ForkRequest, fork_run
 from longrun.cli.commands.common import EXIT_OK, CliError, add_json, print_json, say, settings, stack
+from longrun.client.fork import ForkRefused, ForkRequest, fork_run
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from longrun.errors import StoreError
 from longrun import render
 from longrun.cli.commands.common import (
     EXIT_FAIL,
@@ -28,6 +27,7 @@ from longrun.cli.commands.common import (
     settings,
     usage_error,
 )
+from longrun.errors import StoreError
 from longrun.store import InvalidInputError, Store, make_engine
 from longrun.store.retention import PruneCandidate
 
