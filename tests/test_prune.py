@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import psycopg
@@ -172,6 +173,33 @@ async def test_a_real_run_pruned_still_passes_audit_verify(
     # the file's text is gone from the transcript; the audit keeps its short, hash-chained preview
     previews = [line for line in out.splitlines() if "the notes say hello" in line]
     assert len(previews) == 1 and "tool_ran" in previews[0]
+
+
+def test_export_to_writes_a_verified_bundle_first_and_keeps_a_run_whose_bundle_fails(
+        store: Store, cli_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from longrun.evidence.verify import verify_bundle
+
+    exported, broken = make_run(store, "ex1", str(tmp_path)), make_run(store, "ex2", str(tmp_path))
+    bundles = tmp_path / "bundles"
+    bundles.mkdir()
+    (bundles / f"{broken}.zip").write_bytes(b"not a zip: a bundle left half written")
+    before = _bodies(store, broken)
+
+    assert main(["prune", "--older-than", "90d", "--export-to", str(bundles)]) == 1
+    out = capsys.readouterr().out
+    assert f"pruned {exported}" in out and f"kept {broken}" in out and "before-prune step failed" in out
+    # the pruned run's bodies live on in its bundle, which verifies from the file alone
+    report = verify_bundle(str(bundles / f"{exported}.zip"))
+    assert report.ok, report.lines()
+    with zipfile.ZipFile(bundles / f"{exported}.zip") as zf:
+        assert any(BODY.format(i=0) in zf.read(n).decode() for n in zf.namelist() if n.endswith("transcript_entries.jsonl"))
+    assert "[pruned on " in _bodies(store, exported)[0][0]
+    assert _bodies(store, broken) == before  # kept whole
+
+    # moved away, the next prune exports it anew and takes it
+    (bundles / f"{broken}.zip").unlink()
+    assert main(["prune", "--older-than", "90d", "--export-to", str(bundles)]) == 0
+    assert verify_bundle(str(bundles / f"{broken}.zip")).ok
 
 
 def test_a_family_is_kept_while_any_of_it_runs_or_its_parent_is_pinned(

@@ -13,6 +13,7 @@ import argparse
 import getpass
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from longrun import render
@@ -53,6 +54,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     when.add_argument("--older-than", metavar="DURATION", help="runs finished longer ago than this (e.g. 90d, 12h)")
     p.add_argument("--dry-run", action="store_true", help="list what would go and the bytes freed; change nothing")
     p.add_argument("--limit", type=int, default=10_000, help="at most this many runs (default 10000)")
+    p.add_argument("--export-to", metavar="DIR", help="first write each run's evidence bundle to DIR/RUN.zip (with "
+                   "its artifacts' bytes) and verify it; a run whose bundle fails is kept whole")
     add_json(p)
     p.set_defaults(func=cmd_prune)
 
@@ -67,13 +70,31 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def before_prune(args: argparse.Namespace) -> BeforePrune | None:
-    """The one place that decides what must succeed before each run is pruned.
+    """The one place that decides what must succeed before each run is pruned: with `--export-to
+    DIR`, the run's evidence bundle (`DIR/RUN.zip`, artifacts' bytes included) is written and
+    verified from the file alone; a failure raises, so that run is kept whole and the command
+    exits 1. A bundle already there (a prune interrupted after the export) is verified and kept."""
+    if args.export_to is None:
+        return None
+    folder = Path(args.export_to)
 
-    Nothing yet: the integrator wires `--export-to DIR` here (export the run's bundle with
-    `longrun export`, check it with `verify-bundle`, and raise if either fails, so that run is
-    kept whole and the command exits 1)."""
-    del args
-    return None
+    def export_then_verify(run_id: str) -> None:
+        from longrun.evidence.export import export_run
+        from longrun.evidence.verify import verify_bundle
+
+        path = folder / f"{run_id}.zip"
+        if not path.exists():
+            store = open_store_only()
+            try:
+                export_run(store, run_id, path, with_artifacts=True)
+            finally:
+                store.engine.dispose()
+        report = verify_bundle(str(path))
+        if not report.ok:
+            raise CliError(f"the bundle {path} does not verify ({'; '.join(str(p) for p in report.problems[:3])}); "
+                           "move it away and run prune again to export it anew")
+
+    return export_then_verify
 
 
 def cutoff(args: argparse.Namespace, now: datetime) -> datetime:
