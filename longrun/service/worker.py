@@ -28,6 +28,7 @@ from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
 from longrun.activities.trust import WorkerTrust
 from longrun.mcp.config import McpDirectory
 from longrun.providers import Provider
+from longrun.providers.price_book import PriceBook
 from longrun.providers.registry import ModelProvider, ProviderRegistry
 from longrun.service.settings import Settings
 from longrun.store import Store
@@ -139,6 +140,7 @@ def build_worker(
         worktrees=settings.home / "worktrees",
         trust=worker_trust(settings, _checked_models(provider_for, models)),
         scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
+        prices=PriceBook(models),
     )
     activities = AgentActivities(deps)
     return Worker(

@@ -47,12 +47,13 @@ from longrun.store.principals import PrincipalsMixin
 from longrun.store.run_requests import RunRequestsMixin
 from longrun.store.run_tools import RunToolsMixin
 from longrun.store.runs import RunsMixin
+from longrun.store.spend import SpendMixin
 from longrun.store.turn_reads import TurnReadsMixin
 from longrun.store.verify import VerifyMixin
 
 
 class Store(RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin, ConsoleMixin,
-            VerifyMixin, RunToolsMixin, RunRequestsMixin):
+            VerifyMixin, RunToolsMixin, RunRequestsMixin, SpendMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

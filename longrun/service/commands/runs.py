@@ -86,6 +86,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                     help="with --context-mode provider or hybrid on Claude: also Anthropic's server compaction")
     st.add_argument("--approval-ttl", metavar="DURATION", help="how long an approval request waits (default 30m)")
     st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
+    st.add_argument("--max-cost", type=float, metavar="USD", help="budget in US dollars for the run and its subagents, "
+                    "checked before every model call; reaching it waits for `longrun raise-budget` (default: none)")
     st.add_argument("--sandbox", choices=SANDBOX_MODES,
                     help="where run_command runs: bwrap, unshare, none (no sandbox: commands see what the worker "
                     "sees; only on workers with LONGRUN_ALLOW_UNSANDBOXED=1), or auto (default: the worker's "
@@ -148,7 +150,7 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
               "approvers": args.approver, "allow_commands": args.allow_command, "webhooks": args.webhook,
               **{name: getattr(args, name) for name in (
                   "model", "base_url", "context_window", "budget", "trigger", "summary_model", "context_mode",
-                  "provider_compaction", "approval_ttl", "max_turns", "sandbox", "allow_network", "in_place", "mcp",
+                  "provider_compaction", "approval_ttl", "max_turns", "max_cost", "sandbox", "allow_network", "in_place", "mcp",
                   "mcp_read_only", "mcp_idempotent")}}
     try:
         mcp_cli.servers(args)  # the removed --mcp-env / --mcp-header flags: say where their setting went
