@@ -20,7 +20,7 @@ from longrun.models.io import BudgetInput
 from longrun.models.signed import BudgetRecord, Proof
 from longrun.models.spec import RunCaps, RunSpec
 from longrun.providers import ModelProvider, ProviderConfig
-from longrun.providers.prices import Price
+from longrun.providers.prices import Price, format_dollars
 from longrun.service.budget_decide import decide_budget
 from longrun.service.decide import approve
 from longrun.service.settings import Settings
@@ -192,3 +192,38 @@ def _now() -> int:
     import time
 
     return int(time.time())
+
+
+@pytest.mark.timeout(180)
+async def test_usage_runs_and_status_show_dollars(store, temporal_client, ws, db_url, monkeypatch, capsys):
+    import asyncio
+    import json
+
+    from longrun.service.cli import main
+
+    monkeypatch.setenv("LONGRUN_DATABASE_URL", db_url)
+    w, h = worker(temporal_client, store, priced(plan_provider))
+    async with w:
+        run_id = await h.start(spec(ws, max_cost=500))
+        assert (await h.result(run_id)).status == "completed"
+        scripted = await h.start(RunSpec(objective="Say hello.", workspace=str(ws), model="scripted", in_place=True))
+        await h.result(scripted)
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["usage", run_id, "--json"]) == 0
+    usage = json.loads(capsys.readouterr().out)
+    costs = [r["cost_usd"] for r in usage["requests"]]
+    assert costs and all(c is not None and c > 0 for c in costs), "dollars per request"
+    assert usage["totals"]["cost_usd"] == pytest.approx(sum(costs))
+    assert usage["family"]["cost_usd"] == pytest.approx(sum(costs))
+    assert await asyncio.to_thread(main, ["usage", run_id]) == 0
+    text = capsys.readouterr().out
+    assert "cost" in text and f"spend: {format_dollars(sum(costs))} of a budget of $500.00" in text, text
+    assert await asyncio.to_thread(main, ["usage", scripted]) == 0
+    assert "spend: $0.00 — the scripted stand-in costs nothing" in capsys.readouterr().out
+    assert await asyncio.to_thread(main, ["runs", "--json"]) == 0
+    listed = {r["run_id"]: r["cost_usd"] for r in json.loads(capsys.readouterr().out)}
+    assert listed[run_id] == pytest.approx(sum(costs)) and listed[scripted] == 0.0
+    assert await asyncio.to_thread(main, ["runs"]) == 0
+    assert format_dollars(sum(costs)) in capsys.readouterr().out
+    assert await asyncio.to_thread(main, ["status", run_id]) == 0
+    assert f"spend: {format_dollars(sum(costs))} of a budget of $500.00" in capsys.readouterr().out

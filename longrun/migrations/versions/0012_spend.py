@@ -69,6 +69,8 @@ def upgrade() -> None:
     )
     op.execute("CREATE TRIGGER budget_raises_append_only BEFORE UPDATE OR DELETE ON budget_raises "
                "FOR EACH ROW EXECUTE FUNCTION longrun_refuse_change()")
+    op.execute("CREATE TRIGGER budget_raises_no_truncate BEFORE TRUNCATE ON budget_raises "
+               "FOR EACH STATEMENT EXECUTE FUNCTION longrun_refuse_change()")
     role = app_role_name()
     op.execute(f"REVOKE ALL ON model_requests FROM {role}")
     op.execute(f"GRANT SELECT, INSERT, UPDATE ON model_requests TO {role}")
