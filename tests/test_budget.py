@@ -108,6 +108,10 @@ async def test_a_run_reaches_max_cost_waits_gets_a_signed_raise_and_finishes(sto
     assert [(d.decision, d.approver, d.by_usd) for d in decided] == [("raise", "alice", by), ("raise", "alice", 100.0)]
     assert all(d.proof is not None for d in decided), "each raise is audited with its signed proof"
     assert float(store.family_spend(run_id).raised) == pytest.approx(by + 100)
+    from longrun.auth.audit_check import verify_decisions
+
+    report = verify_decisions(store, run_id)
+    assert report.ok and report.checked == 2, report  # `audit --verify` re-checks each signed raise
     costs = store.request_costs(run_id)
     called = events(store, run_id, ModelCalled)
     assert [c.status for c in costs] == ["answered"] * len(called), "one ledger row per model request"

@@ -58,11 +58,11 @@ class BudgetMixin(NotificationsMixin):
             state_version=self.state.version, requested_at=now, expires_at=now + BUDGET_REQUEST_DISPLAY,
         )
         self.budget_answer, self.budget_deciding = None, False
+        self.status = RunStatus.waiting_approval  # with the request, so a query never sees one without the other
+        self.reason = f"budget reached: ${check.spent_usd:,.4f} of ${check.limit_usd:,.2f}"
         await self._record(BudgetRequested(request_id=check.request_id, spent_usd=check.spent_usd,
                                            limit_usd=check.limit_usd, root_run_id=check.root_run_id))
         self._notify("budget_requested", approval_id=check.request_id)
-        self.status = RunStatus.waiting_approval
-        self.reason = f"budget reached: ${check.spent_usd:,.4f} of ${check.limit_usd:,.2f}"
         await workflow.wait_condition(lambda: self.budget_answer is not None or self.cancel_requested)
         self.pending = None
         if self.status is RunStatus.waiting_approval:
