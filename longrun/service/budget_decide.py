@@ -18,7 +18,7 @@ from longrun.client.calls import query_status
 from longrun.errors import ApprovalError
 from longrun.models.io import BudgetInput
 from longrun.models.signed import DEFAULT_LIFETIME_SECONDS, BudgetRecord
-from longrun.service.decide import Approver, _load_signer, _record_base, _send
+from longrun.service.decide import Approver, load_signer, record_base, send_update
 from longrun.store import Store
 from longrun.workflows.agent_run import AgentRunWorkflow
 
@@ -37,17 +37,17 @@ async def decide_budget(
     live = await query_status(client, run_id)
     pending = live.pending_approval if live is not None else None
     request_id = pending.approval_id if pending is not None and pending.kind == "budget" else ""
-    signer = _load_signer(store, run_id, request_id or "budget", approver, key_path)
+    signer = load_signer(store, run_id, request_id or "budget", approver, key_path)
     if not request_id:
         status = live.status if live is not None else "unknown"
         raise ApprovalError(f"run {run_id} is not waiting for a budget raise (status {status}); nothing to decide")
     decision = "reject" if reject else "raise"
     cents = 0 if reject else round(by_usd * 100)
-    proof = signer.sign(BudgetRecord(**_record_base(signer, run_id, lifetime_seconds), request_id=request_id,
+    proof = signer.sign(BudgetRecord(**record_base(signer, run_id, lifetime_seconds), request_id=request_id,
                                      decision=decision, by_cents=cents, reason=reason))
     inp = BudgetInput(request_id=request_id, approver=signer.principal, decision=decision, by_usd=cents / 100,
                       reason=reason, proof=proof)
-    return await _send(client, store, run_id, request_id, signer.principal, AgentRunWorkflow.raise_budget, inp)
+    return await send_update(client, store, run_id, request_id, signer.principal, AgentRunWorkflow.raise_budget, inp)
 
 
 __all__ = ["decide_budget"]
