@@ -16,6 +16,9 @@ from longrun.models.audit import (
     ApprovalRefused,
     ApprovalRejected,
     ApprovalRequested,
+    BudgetDecided,
+    BudgetRequested,
+    BudgetWarning,
     ChangeCommitted,
     ChangeSetOpened,
     CompactionDone,
@@ -193,6 +196,13 @@ def describe_event(rec: AuditRecord) -> str:
         return f"{e.where}: {e.message}"
     if isinstance(e, (NotificationAttempt, NotificationDelivered, NotificationFailed)):
         return describe_notification(e)
+    if isinstance(e, BudgetRequested):
+        return f"{e.request_id}: budget reached, ${e.spent_usd:,.4f} of ${e.limit_usd:,.2f}; waits for a signed raise"
+    if isinstance(e, BudgetWarning):
+        return f"80% of the budget spent: ${e.spent_usd:,.4f} of ${e.limit_usd:,.2f}"
+    if isinstance(e, BudgetDecided):
+        what = f"raised by ${e.by_usd:,.2f}" if e.decision == "raise" else "not raised"
+        return f"{e.request_id}: {what} by {e.approver}{': ' + e.reason if e.reason else ''}"
     assert_never(e)
 
 

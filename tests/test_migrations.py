@@ -14,7 +14,8 @@ from longrun.store import Base, Store, current_revision, downgrade, head_revisio
 
 TABLES = {"runs", "task_states", "task_state_versions", "transcript_entries", "artifacts", "projections",
           "audit_events", "instructions", "principals", "credentials", "call_edits", "run_artifacts", "console_keys",
-          "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests", "run_lineage"}
+          "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests", "run_lineage",
+          "model_requests", "budget_raises"}
 
 
 def _tables(url: str) -> set[str]:
@@ -46,7 +47,7 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert current_revision(url) == head_revision() == "0014"
     assert _tables(url) == TABLES
     triggers = _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname")
-    assert triggers == sorted([*(f"{t}_{kind}" for t in ("audit_events", "call_edits", "closed_items", "console_keys", "facts",
+    assert triggers == sorted([*(f"{t}_{kind}" for t in ("audit_events", "budget_raises", "call_edits", "closed_items", "console_keys", "facts",
                                                          "instructions", "projections", "run_artifacts", "run_lineage", "run_requests", "run_tools", "task_state_versions",
                                                          "transcript_entries")
                                  for kind in ("append_only", "no_truncate")),
@@ -79,7 +80,8 @@ def test_0003_down_and_up_again_keeps_the_runs(empty_db_url: str) -> None:
     downgrade(url, "0002")
     assert current_revision(url) == "0002"
     assert _tables(url) == TABLES - {"instructions", "principals", "credentials", "call_edits", "run_artifacts",
-                                     "console_keys", "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests", "run_lineage"}
+                                     "console_keys", "console_sessions", "console_sign_ins", "facts", "closed_items", "run_tools", "run_requests", "run_lineage",
+          "model_requests", "budget_raises"}
     assert not [t for t in _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
                 if t.startswith("instructions")]
 

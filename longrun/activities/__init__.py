@@ -9,6 +9,7 @@ from typing import Any
 
 from longrun.activities.base import Deps, action_id_for
 from longrun.activities.boundary import ErrorMappingInterceptor, ErrorType, to_application_error
+from longrun.activities.budget import BudgetActivities
 from longrun.activities.children import ChildActivities
 from longrun.activities.contract import Activities, declarations
 from longrun.activities.decisions import DecisionActivities
@@ -18,7 +19,7 @@ from longrun.activities.notify import NotifyActivities
 from longrun.activities.run_tools import RunToolsActivities
 
 
-class AgentActivities(FusedActivities, ChildActivities, DecisionActivities, NotifyActivities, McpActivities,
+class AgentActivities(FusedActivities, ChildActivities, BudgetActivities, DecisionActivities, NotifyActivities, McpActivities,
                       RunToolsActivities, Activities):
     """Every activity of the run workflow, sharing one set of dependencies. `Activities` comes
     last: its declarations are what the implementations before it override (and mypy checks)."""

@@ -42,6 +42,7 @@ from longrun.models.provider import ModelRequest
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
 from longrun.providers.base import Provider
+from longrun.providers.price_book import PriceBook
 from longrun.redact import Redactor, default_redactor
 from longrun.store import Store, TranscriptRecord
 from longrun.telemetry.metrics import WorkerMetrics
@@ -98,6 +99,8 @@ class Deps:
     trust: WorkerTrust = field(default_factory=WorkerTrust)
     """What a run spec may name on this worker: its MCP servers, `sandbox: none`, base URLs."""
     scope_max_ttl_seconds: int = DEFAULT_SCOPE_MAX_TTL_SECONDS
+    prices: PriceBook = field(default_factory=PriceBook)
+    """What each model costs: the worker's providers' tables and LONGRUN_PRICES."""
     """The longest a scope may stand (LONGRUN_SCOPE_MAX_TTL); `grant_scope` refuses a longer one."""
     metrics: WorkerMetrics | None = None
     """The worker's Prometheus metrics (None: nothing is counted)."""

@@ -50,7 +50,7 @@ class ChildActivities(ActivityBase):
             base_url=parent.base_url,
             context_window=parent.context_window,
             context=parent.context,
-            caps=parent.subagent_caps,
+            caps=parent.subagent_caps.model_copy(update={"max_cost": parent.caps.max_cost}),  # the family's budget
             read_only=True,
             subagent_width=1,
             command_timeout_seconds=parent.command_timeout_seconds,

@@ -24,6 +24,7 @@ from temporalio import activity
 from longrun.activities import names
 from longrun.models.io import (
     AskHumanInput,
+    BudgetDecisionInput,
     ChildCollected,
     ChildCreated,
     ChildInput,
@@ -126,6 +127,11 @@ class Activities:
     @declare(names.REJECT_APPROVAL)
     def reject_approval(self, inp: RejectApprovalInput) -> None:
         """A human's signed rejection, verified against the registered key, into the audit."""
+        _declared()
+
+    @declare(names.DECIDE_BUDGET)
+    def decide_budget(self, inp: BudgetDecisionInput) -> None:
+        """A signed raise (or rejection) of a budget request, verified, into the ledger and the audit."""
         _declared()
 
     @declare(names.GRANT_SCOPE)

@@ -18,6 +18,7 @@ same order, with the same idempotency, so a retried attempt resumes where the la
 from __future__ import annotations
 
 from longrun.activities.base import action_id_for, brief
+from longrun.activities.budget import SpendChecks
 from longrun.activities.contract import Activities, implements
 from longrun.activities.model import ModelActivities
 from longrun.activities.run import RunActivities
@@ -41,7 +42,7 @@ from longrun.telemetry import spans
 MAX_REGATES = 3
 
 
-class FusedActivities(ModelActivities, ToolActivities, RunActivities):
+class FusedActivities(ModelActivities, ToolActivities, RunActivities, SpendChecks):
     @implements(Activities.turn)
     def turn(self, inp: TurnInput) -> TurnResult:
         """See the module docstring."""
@@ -59,13 +60,22 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities):
             return TurnResult(
                 outcome="undecidable", state=reconciled.state, commit=commit, undecidable=reconciled.undecidable
             )
+        budget = self.budget_check(inp.run_id, inp.turn)
+        if budget is not None and (budget.reached or budget.refusal) and not self.answered(inp.run_id, inp.turn):
+            return TurnResult(outcome="budget", state=reconciled.state, commit=commit, budget=budget)
         model = self.model_call(
             ModelCallInput(
                 run_id=inp.run_id, turn=inp.turn, overflow_retry=inp.overflow_retry,
                 limit_override=inp.limit_override, limit_hard=inp.limit_hard,
             )
         )
-        return TurnResult(outcome="called", state=reconciled.state, commit=commit, model=model)
+        return TurnResult(outcome="called", state=reconciled.state, commit=commit, model=model, budget=budget)
+
+    def answered(self, run_id: str, turn: int) -> bool:
+        """This turn's model call already answered (a retry after a crash): the budget was held
+        before it was sent, and its answer is replayed rather than asked for again."""
+        last = self.last_entry(run_id)
+        return last is not None and last.role == "assistant" and last.turn == turn
 
     @implements(Activities.tool_step)
     def tool_step(self, inp: ToolStepInput) -> ToolStepResult:

@@ -107,6 +107,8 @@ class ModelActivities(ActivityBase):
         last = self.last_entry(run_id)
         if last is not None and last.role == "assistant" and last.turn == inp.turn:
             entry = self.store.transcript(run_id, after_seq=last.seq - 1, through_seq=last.seq)[0]
+            if entry.usage is not None:  # a crash came after the answer was saved: settle it once
+                self._settle_spend(run_id, inp.turn, entry.seq, entry.usage)
             return self._result(
                 entry.seq, entry.message, entry.usage, entry.token_estimate, replayed=True,
                 estimated=entry.token_estimate, calibrated=0,
@@ -128,8 +130,13 @@ class ModelActivities(ActivityBase):
             request = pc.with_provider_context(request, spec.context, spec.model, provider.info.window)
             estimated = estimate_request(request)
             calibrated = calibration.apply(estimated)
-            with self.heartbeating():
-                response = self._complete(provider, request, span)
+            key = self._sent(run_id, inp, spec.model, calibrated)
+            try:
+                with self.heartbeating():
+                    response = self._complete(provider, request, span)
+            except ProviderError:
+                self.store.record_request_failed(run_id, **key)
+                raise
         except ProviderError as exc:
             self.audit(run_id, ErrorRecorded(where="model_call", message=self.redactor.redact(str(exc))))
             if isinstance(exc, ContextOverflow):
@@ -150,6 +157,7 @@ class ModelActivities(ActivityBase):
         tokens = estimate_message(message)
         seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn,
                                      calibration=updated)
+        self._settle_spend(run_id, inp.turn, seq, response.usage)
         self.audit(
             run_id,
             ModelCalled(
@@ -195,6 +203,20 @@ class ModelActivities(ActivityBase):
         if metrics is not None:
             metrics.model_request(provider.name, request_outcome(None))
         return response
+
+    def _sent(self, run_id: str, inp: ModelCallInput, model: str, calibrated: int) -> dict[str, int]:
+        """The ledger row of this request, written before the provider is called (at the cost of
+        its input estimate), and its key: turn, overflow retry, Temporal attempt."""
+        key = {"turn": inp.turn, "overflow_retry": inp.overflow_retry,
+               "attempt": activity.info().attempt if activity.in_activity() else 1}
+        self.store.record_request_sent(run_id, model=model, **key,
+                                       estimate_usd=self.deps.prices.cost(model, Usage(input_tokens=calibrated)))
+        return key
+
+    def _settle_spend(self, run_id: str, turn: int, seq: int, usage: Usage) -> None:
+        """The answer of `turn` (entry `seq`) and its cost, into the ledger: once per turn."""
+        self.store.settle_turn(run_id, turn=turn, transcript_seq=seq, usage=usage,
+                               cost_usd=self.deps.prices.cost(self.spec(run_id).model, usage))
 
     def _summary_beside(self, run_id: str, response: ModelResponse, request: ModelRequest) -> str | None:
         """longrun's structured summary for an opaque provider compaction (None otherwise)."""

@@ -32,6 +32,8 @@ from longrun.models.audit import (
     ApprovalGranted,
     ApprovalRejected,
     ApprovalRequested,
+    BudgetRequested,
+    BudgetWarning,
     NotificationAttempt,
     NotificationDelivered,
 )
@@ -107,6 +109,14 @@ class NotifyActivities(ActivityBase):
                 verdict="granted" if isinstance(e, ApprovalGranted) else "rejected", approver=e.approver,
                 reason=e.reason if isinstance(e, ApprovalRejected) else None,
             )
+        if inp.event in ("budget_requested", "budget_warning"):
+            kind = BudgetRequested if inp.event == "budget_requested" else BudgetWarning
+            found = next((r for r in reversed(self.store.audit(inp.run_id)) if isinstance(r.event, kind)), None)
+            if found is None or not isinstance(found.event, BudgetRequested | BudgetWarning):
+                raise InvalidInputError(f"run {inp.run_id} has recorded no {inp.event}")
+            return messages.budget(event=inp.event, **common, at=found.created_at, request_id=inp.approval_id,
+                                   spent_usd=found.event.spent_usd, limit_usd=found.event.limit_usd,
+                                   approvers=list(spec.approvers))
         if inp.event == "ask_human":
             notes = self.store.load_state(inp.run_id).notes
             last = notes[-1] if notes else ""

@@ -39,6 +39,7 @@ from longrun.models.audit import (
     ApprovalRejected,
     ApprovalRequested,
     AuditEvent,
+    BudgetDecided,
     GateVerdict,
     ScopeEnded,
     ScopeGranted,
@@ -46,7 +47,7 @@ from longrun.models.audit import (
 )
 from longrun.models.canonical import action_hash
 from longrun.models.gate import GateRule
-from longrun.models.signed import CLOCK_SKEW_SECONDS, DecisionRecord, ScopeRecord, ScopeRevokeRecord
+from longrun.models.signed import CLOCK_SKEW_SECONDS, BudgetRecord, DecisionRecord, ScopeRecord, ScopeRevokeRecord
 from longrun.models.state import TaskState
 
 AUDIT_GRACE_SECONDS = 120
@@ -219,6 +220,12 @@ def verify_decisions(store: DecisionSource, run_id: str) -> DecisionReport:
                 record = _record_of(store, rec, e.by)
                 if not isinstance(record, ScopeRevokeRecord) or record.scope_id != e.scope_id:
                     raise ProofRefused("the signed record does not end this scope")
+            elif isinstance(e, BudgetDecided):
+                checked += 1
+                record = _record_of(store, rec, e.approver)
+                if (not isinstance(record, BudgetRecord) or record.run_id != run_id or record.request_id != e.request_id
+                        or record.decision != e.decision or record.by_cents != round(e.by_usd * 100)):
+                    raise ProofRefused("the signed record is not this budget decision (run, request, decision, amount)")
             elif isinstance(e, ScopeUsed):
                 scope = scopes.get(e.scope_id)
                 used[e.scope_id] = used.get(e.scope_id, 0) + 1

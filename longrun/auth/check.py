@@ -13,7 +13,14 @@ from datetime import datetime
 
 from longrun.auth.keys import load_public_pem, verify_signature
 from longrun.errors import ConfigError, ProofRefused
-from longrun.models.signed import CLOCK_SKEW_SECONDS, DecisionRecord, Proof, ScopeRecord, ScopeRevokeRecord
+from longrun.models.signed import (
+    CLOCK_SKEW_SECONDS,
+    BudgetRecord,
+    DecisionRecord,
+    Proof,
+    ScopeRecord,
+    ScopeRevokeRecord,
+)
 
 ROLES = ("viewer", "approver", "operator")
 """viewer reads; approver decides approvals and grants scopes; operator pauses, resumes, cancels
@@ -44,7 +51,7 @@ class Credential:
         return "active"
 
 
-Record = DecisionRecord | ScopeRecord | ScopeRevokeRecord
+Record = DecisionRecord | ScopeRecord | ScopeRevokeRecord | BudgetRecord
 
 
 def check_proof(proof: Proof | None, credential: Credential | None, at: datetime, *, role: str = "approver",

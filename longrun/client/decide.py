@@ -231,3 +231,9 @@ async def revoke_scope(client: Client, store: Store, run_id: str, scope_id: str,
 
 __all__ = ["SCOPABLE_TOOLS", "Approver", "approve", "grant_scope", "proposed_arguments", "reject", "revoke_scope",
            "signer_for"]
+
+
+load_signer = _load_signer
+record_base = _record_base
+send_update = _send
+"""The signing steps every signed decision shares (`longrun.client.budget_decide` uses them too)."""

@@ -59,6 +59,8 @@ class StartRequest(BaseModel):
     provider_compaction: bool = False
     approval_ttl: str | None = Field(default=None, max_length=20, description="e.g. 30m, 2h (default 30m)")
     max_turns: int | None = None
+    max_cost: float | None = Field(default=None, gt=0, le=1_000_000,
+                                   description="US dollars for the run and its subagents; reaching it waits for a raise")
     sandbox: SandboxMode | None = None
     allow_network: bool = False
     webhooks: list[str] = Field(default_factory=list, max_length=20)
@@ -115,6 +117,8 @@ def build_spec(req: StartRequest, settings: Settings, *, default_approver: str, 
             raise InvalidStart(f"{flag('approval_ttl')}: {exc}") from exc
     if req.max_turns is not None:
         extra["caps"] = {"max_turns": req.max_turns}
+    if req.max_cost is not None:
+        extra["caps"] = {**extra.get("caps", {}), "max_cost": req.max_cost}
     if req.allow_network:
         extra["allow_network"] = True
     if req.webhooks:

@@ -39,6 +39,7 @@ from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.providers.pricing import estimate_cost
 from longrun.store import AuditRecord, Store
 from longrun.store.records import RunRecord
+from longrun.store.spend import Spend
 from longrun.views_common import context_limits, context_points, describe_event
 
 if TYPE_CHECKING:  # auth needs the console's context, which renders events with this module
@@ -94,12 +95,21 @@ def can_decide(who: Principal, run: RunRecord) -> bool:
 
 def run_row(c: Console, run: RunRecord) -> dict[str, Any]:
     """A run as the list shows it."""
-    return _row(run, status_from_records(run, c.store.load_state(run.run_id), c.audits.records(run.run_id)))
+    return _row(run, status_from_records(run, c.store.load_state(run.run_id), c.audits.records(run.run_id)),
+                c.store.family_spend(run.run_id))
 
 
-def _row(run: RunRecord, view: RunStatusView) -> dict[str, Any]:
-    cost = estimate_cost(run.model, view.usage)
-    return {"run_id": run.run_id, "status": view.status.value, "step": view.step, "next_action": view.next_action,
+def _row(run: RunRecord, view: RunStatusView, family: Spend | None = None) -> dict[str, Any]:
+    """A run's row. Its cost is the family's spend from the ledger (subagents included); a run
+    from before the ledger gets the list-price estimate of its usage."""
+    if family is not None and family.requests + family.unsettled:
+        cost = family.known
+    else:
+        cost = estimate_cost(run.model, view.usage)
+    budget = None if family is None or run.spec.caps.max_cost is None else run.spec.caps.max_cost + float(family.raised)
+    return {"max_cost_usd": budget, "budget_warning": budget is not None and cost is not None and cost >= 0.8 * budget,
+            "priced": family is None or not family.unpriced,
+            "run_id": run.run_id, "status": view.status.value, "step": view.step, "next_action": view.next_action,
             "turn": view.turn, "model": run.model, "objective": run.spec.objective,
             "tokens": view.usage.total_input + view.usage.output_tokens,
             "usage": view.usage.model_dump(), "cost_usd": cost, "model_calls": view.model_calls,
@@ -158,7 +168,7 @@ def run_detail(c: Console, run_id: str, who: Principal | None, *, facts: bool = 
                   "summary": e.summary}
                  for r in records if isinstance((e := r.event), ToolRan) and e.artifact_sha256]
     return {
-        **_row(run, view),
+        **_row(run, view, c.store.family_spend(run_id)),
         "reason": view.reason, "state_version": state.state_version,
         "objective": state.objective, "constraints": list(state.constraints), "notes": list(state.notes),
         "decisions": [d.model_dump(mode="json") for d in state.decisions],

@@ -44,6 +44,7 @@ from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.models.state import TaskState, utcnow
 from longrun.service import devstack
 from longrun.service.settings import Settings, longrun_home
+from longrun.client.spend_view import spend_line
 from longrun.store import Store
 from longrun.views_common import context_limits, context_points
 
@@ -260,9 +261,10 @@ def _report(
 
     section("done")
     out(f"run {run_id} completed in {elapsed:.1f} s.")
+    out(spend_line(run_id, store.family_spend(run_id), spec.model))
     out("look closer:")
     out(f"  longrun audit {run_id}           the full timeline (--verify checks the chains and signatures)")
-    out(f"  longrun usage {run_id}           tokens per model request")
+    out(f"  longrun usage {run_id}           tokens and dollars per model request")
     out(f"  longrun status {run_id}")
     if info.temporal_ui:
         out(f"  Temporal Web UI: {info.temporal_ui}/namespaces/default/workflows/{run_id}")

@@ -91,6 +91,37 @@ class ApprovalRejected(_Event):
     proof: Proof | None = None
 
 
+class BudgetRequested(_Event):
+    """A run family reached its budget before a model call: the run waits for a signed raise
+    (`longrun raise-budget`) or a rejection, which ends it."""
+
+    kind: Literal["budget_requested"] = "budget_requested"
+    request_id: str
+    spent_usd: float
+    limit_usd: float
+    root_run_id: str
+
+
+class BudgetWarning(_Event):
+    """The run family has spent 80% of its budget (once per budget)."""
+
+    kind: Literal["budget_warning"] = "budget_warning"
+    spent_usd: float
+    limit_usd: float
+
+
+class BudgetDecided(_Event):
+    """A verified, signed answer to a budget request: a raise (by `by_usd`) or a rejection."""
+
+    kind: Literal["budget_decided"] = "budget_decided"
+    request_id: str
+    approver: str
+    decision: Literal["raise", "reject"]
+    by_usd: float = 0.0
+    reason: str = ""
+    proof: Proof | None = None
+
+
 class ApprovalExpired(_Event):
     kind: Literal["approval_expired"] = "approval_expired"
     approval_id: str
@@ -338,7 +369,8 @@ class ErrorRecorded(_Event):
 
 
 # ------------------------------------------------------------ notifications (docs/NOTIFICATIONS.md)
-NotifyEvent = Literal["approval_requested", "approval_decided", "run_finished", "ask_human"]
+NotifyEvent = Literal["approval_requested", "approval_decided", "run_finished", "ask_human", "budget_requested",
+                      "budget_warning"]
 """What a run tells its webhooks about."""
 
 
@@ -380,7 +412,7 @@ class NotificationFailed(_Event):
 
 
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | ForkedFrom | RunForked | RunFinished | RunRetention | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | BudgetRequested | BudgetWarning | BudgetDecided | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | ForkedFrom | RunForked | RunFinished | RunRetention | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
     Field(discriminator="kind"),
 ]
 

@@ -56,6 +56,7 @@ class RunCursor(_IO):
     notifications: list[NotifyInput] = Field(
         default_factory=list, description="deliveries still in flight at continue-as-new, restarted by the next run"
     )
+    budget_warned_usd: float | None = Field(default=None, description="the budget whose 80% warning was given")
 
 
 class AgentRunInput(_IO):
@@ -445,12 +446,50 @@ class TurnResult(_IO):
     """`called`: the model answered (`model`). `compact`: the commit says compaction fires first
     (the model was not called). `undecidable`: an effect nobody can decide; the run asks a human."""
 
-    outcome: Literal["called", "compact", "undecidable"]
+    outcome: Literal["called", "compact", "undecidable", "budget"]
     state: StateBrief
     commit: CommitTurnResult | None = None
     trigger: Trigger | None = None
     undecidable: list[str] = Field(default_factory=list)
     model: ModelCallResult | None = None
+    budget: BudgetCheck | None = Field(default=None, description="the family's spend against its budget, when it has one")
+
+
+class BudgetCheck(_IO):
+    """A run family's spend against its budget, read from the ledger before a model call.
+    `reached`: the model was not called; the run waits for a signed raise. `refusal`: the budget
+    cannot be held (a model with no price): the run ends with this reason."""
+
+    spent_usd: float
+    limit_usd: float
+    root_run_id: str
+    reached: bool = False
+    warn: bool = False
+    request_id: str = ""
+    refusal: str = ""
+
+
+class BudgetDecisionInput(_IO):
+    """A signed answer to a budget request, for the activity that verifies and records it."""
+
+    run_id: str
+    request_id: str
+    approver: str
+    decision: Literal["raise", "reject"]
+    by_usd: float = 0.0
+    reason: str = ""
+    proof: Proof | None = None
+
+
+class BudgetInput(_IO):
+    """The `raise_budget` update: `longrun raise-budget RUN --by USD` (or `--reject`), signed."""
+
+    request_id: str
+    approver: str
+    decision: Literal["raise", "reject"]
+    by_usd: float = Field(default=0.0, ge=0)
+    reason: str = ""
+    proof: Proof | None = None
 
 
 class ApprovalDecision(_IO):

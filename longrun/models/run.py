@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +40,8 @@ class PendingApproval(BaseModel):
     expires_at: datetime
     call_seq: int | None = Field(default=None, description="the transcript entry holding the call (for edits)")
     call_id: str | None = None
+    kind: Literal["approval", "budget"] = Field(
+        default="approval", description="budget: the run family reached its budget (`longrun raise-budget`)")
 
 
 class RunStatusView(BaseModel):

@@ -65,6 +65,17 @@ class DecisionRecord(SignableRecord):
     edit_id: int | None = Field(default=None, ge=1)
 
 
+class BudgetRecord(SignableRecord):
+    """A raise of a run family's budget (or the refusal to raise it), bound to one budget request.
+    The amount is in whole cents, so the signed text means the same after any JSON round trip."""
+
+    purpose: Literal["longrun.budget"] = "longrun.budget"
+    request_id: str = Field(min_length=1, max_length=100)
+    decision: Literal["raise", "reject"]
+    by_cents: int = Field(default=0, ge=0, le=100_000_000)
+    reason: str = Field(default="", max_length=2_000)
+
+
 class ScopeRecord(SignableRecord):
     purpose: Literal["longrun.scope"] = "longrun.scope"
     scope_id: str = Field(pattern=r"^scp-[0-9a-f]{16}$")
@@ -80,8 +91,8 @@ class ScopeRevokeRecord(SignableRecord):
     scope_id: str = Field(pattern=r"^scp-[0-9a-f]{16}$")
 
 
-SignedRecord = Annotated[DecisionRecord | ScopeRecord | ScopeRevokeRecord, Field(discriminator="purpose")]
-record_adapter: TypeAdapter[DecisionRecord | ScopeRecord | ScopeRevokeRecord] = TypeAdapter(SignedRecord)
+SignedRecord = Annotated[DecisionRecord | ScopeRecord | ScopeRevokeRecord | BudgetRecord, Field(discriminator="purpose")]
+record_adapter: TypeAdapter[DecisionRecord | ScopeRecord | ScopeRevokeRecord | BudgetRecord] = TypeAdapter(SignedRecord)
 
 
 class Proof(BaseModel):
@@ -95,7 +106,7 @@ class Proof(BaseModel):
     signature: str = Field(min_length=1, max_length=200)
     key_id: KeyId
 
-    def record(self) -> DecisionRecord | ScopeRecord | ScopeRevokeRecord:
+    def record(self) -> DecisionRecord | ScopeRecord | ScopeRevokeRecord | BudgetRecord:
         """The record the payload holds.
 
         Raises:
@@ -121,6 +132,7 @@ __all__ = [
     "CLOCK_SKEW_SECONDS",
     "DEFAULT_LIFETIME_SECONDS",
     "MAX_LIFETIME_SECONDS",
+    "BudgetRecord",
     "DecisionRecord",
     "Proof",
     "ScopeRecord",

@@ -191,6 +191,11 @@ class RunCaps(BaseModel):
     max_tool_calls: int = Field(default=1_000, ge=1)
     max_tokens: int = Field(default=20_000_000, ge=1_000, description="input + output tokens over the whole run")
     max_wall_seconds: int = Field(default=6 * 3600, ge=10)
+    max_cost: float | None = Field(
+        default=None, gt=0, le=1_000_000,
+        description="US dollars for the run family (subagents included), checked before every model call "
+                    "from the ledger; reaching it waits for a signed `longrun raise-budget`",
+    )
 
 
 def _subagent_caps() -> RunCaps:

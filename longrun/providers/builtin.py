@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from longrun.errors import ConfigError
 from longrun.providers import models_table as mt
+from longrun.providers import prices as pr
 from longrun.providers.registration import ModelProvider, ProviderConfig
 
 if TYPE_CHECKING:
@@ -80,11 +81,12 @@ BUILTIN: dict[str, ModelProvider] = {
     "anthropic": ModelProvider(
         factory=_anthropic, models=mt.ANTHROPIC_MODELS, default_limits=mt.UNKNOWN_ANTHROPIC, info=mt.model_info,
         keys=(ANTHROPIC_KEY,), env=("ANTHROPIC_BASE_URL",), default_model=DEFAULT_CLAUDE,
-        description="Claude through the Anthropic API",
+        description="Claude through the Anthropic API", price=pr.claude_price,
     ),
     "openai": ModelProvider(
         factory=_openai, models=mt.OPENAI_MODELS, default_limits=mt.UNKNOWN_OPENAI, info=mt.model_info,
         keys=(OPENAI_KEY,), env=("OPENAI_BASE_URL",), description="OpenAI through the Responses API",
+        price=pr.openai_price,
     ),
     "openai-compatible": ModelProvider(
         factory=_compatible, info=mt.model_info, env=(COMPATIBLE_KEY, COMPATIBLE_URL),
@@ -92,12 +94,15 @@ BUILTIN: dict[str, ModelProvider] = {
     ),
     "bedrock": ModelProvider(
         factory=_cloud, info=mt.model_info, description="Claude on AWS Bedrock (credentials: the AWS SDK's)",
+        price=pr.cloud_claude_price,
     ),
     "vertex": ModelProvider(
         factory=_cloud, info=mt.model_info, description="Claude on Google Vertex AI (credentials: Google's ADC)",
+        price=pr.cloud_claude_price,
     ),
     mt.SCRIPTED: ModelProvider(
         factory=_scripted, info=mt.model_info, description="the offline deterministic stand-in (not an LLM)",
+        price=pr.zero_price,
     ),
 }
 

@@ -16,6 +16,7 @@ from longrun.models.provider import ModelInfo
 
 if TYPE_CHECKING:
     from longrun.providers.base import Provider
+    from longrun.providers.prices import Price
 
 ENTRY_POINT_GROUP = "longrun.providers"
 BARE = "scripted"
@@ -60,6 +61,10 @@ class ModelProvider:
             `--model` nor LONGRUN_MODEL says otherwise (built-ins only; anthropic's today).
         info: computes the limits itself (from the whole model key), instead of `models`.
         description: one line for help and errors.
+        prices: model id -> its list price (`longrun.providers.prices.Price`); an id not listed
+            has no price (never $0).
+        price: computes the price itself from the model id, instead of `prices` (bedrock and
+            vertex map their ids onto the Claude rows).
     """
 
     factory: Callable[[ProviderConfig], Provider]
@@ -70,6 +75,14 @@ class ModelProvider:
     default_model: str | None = None
     info: Callable[[str], ModelInfo] | None = None
     description: str = ""
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    price: Callable[[str], Price | None] | None = None
+
+    def price_of(self, model_id: str) -> Price | None:
+        """The list price of `model_id`, None when this provider lists none for it."""
+        if self.price is not None:
+            return self.price(model_id)
+        return self.prices.get(model_id)
 
     def model_info(self, key: str, model_id: str) -> ModelInfo:
         """The window and output limit of `key` (a model key whose id is `model_id`).

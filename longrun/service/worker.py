@@ -30,6 +30,7 @@ from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
 from longrun.activities.trust import WorkerTrust
 from longrun.mcp.config import McpDirectory
 from longrun.providers import Provider
+from longrun.providers.price_book import PriceBook
 from longrun.providers.registry import ModelProvider, ProviderRegistry
 from longrun.service.settings import Settings
 from longrun.store import Store
@@ -150,6 +151,7 @@ def build_worker(
         trust=worker_trust(settings, _checked_models(provider_for, models)),
         scope_max_ttl_seconds=settings.scope_max_ttl_seconds,
         metrics=metrics,
+        prices=PriceBook(models),
     )
     activities = AgentActivities(deps)
     # a client made by `connect_temporal` already traces, and its worker inherits that; a client

@@ -53,12 +53,13 @@ from longrun.store.retention import RetentionMixin
 from longrun.store.run_requests import RunRequestsMixin
 from longrun.store.run_tools import RunToolsMixin
 from longrun.store.runs import RunsMixin
+from longrun.store.spend import SpendMixin
 from longrun.store.turn_reads import TurnReadsMixin
 from longrun.store.verify import VerifyMixin
 
 
 class Store(LineageMixin, RunsMixin, TurnReadsMixin, ClosedMixin, ArtifactsMixin, InstructionsMixin, PrincipalsMixin,
-            ConsoleMixin, VerifyMixin, RunToolsMixin, RunRequestsMixin, RetentionMixin, OverviewMixin):
+            ConsoleMixin, VerifyMixin, RunToolsMixin, RunRequestsMixin, RetentionMixin, OverviewMixin, SpendMixin):
     """Repository over one PostgreSQL database (see each part's module for its rules).
 
     Thread-safe: share one `Store` per process; each call checks a connection out of the pool.

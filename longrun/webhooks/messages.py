@@ -45,6 +45,8 @@ class NotificationBody(BaseModel):
     approver: str | None = None
     status: str | None = None
     reason: str | None = None
+    spent_usd: float | None = None
+    limit_usd: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -114,6 +116,29 @@ def approval_decided(
         text=text, event="approval_decided", delivery_id=delivery_id, run_id=run_id, at=at, objective=objective,
         command=command, commands={"status": command}, approval_id=approval_id, tool=tool, verdict=verdict,
         approver=approver, reason=reason,
+    )
+
+
+def budget(
+    *, event: Literal["budget_requested", "budget_warning"], run_id: str, delivery_id: str, at: datetime,
+    objective: str, request_id: str | None, spent_usd: float, limit_usd: float, approvers: list[str],
+) -> NotificationBody:
+    """The run family reached its budget and waits (`budget_requested`), or spent 80% of it."""
+    who = approvers[0] if approvers else "NAME"
+    commands = {"status": status_command(run_id)}
+    spent = f"${spent_usd:,.4f} of ${limit_usd:,.2f}"
+    if event == "budget_requested":
+        commands["raise"] = f"longrun raise-budget {run_id} --by USD --as {who}"
+        commands["reject"] = f'longrun raise-budget {run_id} --reject --as {who} --reason "..."'
+        lines = [f"*longrun* run `{run_id}` reached its budget ({spent}) and waits for a human",
+                 f"Raise: `{commands['raise']}`", f"End it: `{commands['reject']}`"]
+    else:
+        lines = [f"*longrun* run `{run_id}` has spent 80% of its budget ({spent})", f"Status: `{commands['status']}`"]
+    return NotificationBody(
+        text="\n".join([*lines[:1], f"Objective: {_slack(_clip(objective, 200))}", *lines[1:]]), event=event,
+        delivery_id=delivery_id, run_id=run_id, at=at, objective=objective,
+        command=commands.get("raise", commands["status"]), commands=commands, approval_id=request_id,
+        approvers=approvers, spent_usd=spent_usd, limit_usd=limit_usd,
     )
 
 

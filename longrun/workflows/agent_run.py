@@ -44,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.workflows import options as opt
     from longrun.workflows.approvals import GRANT_FAILURE_PATCH
     from longrun.workflows.base import WORKFLOW_NAME, Stop
+    from longrun.workflows.budget import BudgetMixin
     from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, STAGE_BOUNDARY_PATCH, CompactionMixin
     from longrun.workflows.controls import ControlsMixin
     from longrun.workflows.notifications import Outbox
@@ -64,7 +65,7 @@ __all__ = [
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin):
+class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, BudgetMixin):
     @workflow.init
     def __init__(self, inp: AgentRunInput) -> None:
         self.run_id = inp.run_id
@@ -189,8 +190,14 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMix
             effects = ", ".join(result.undecidable)
             await self._ask_human(f"cannot tell whether effect(s) {effects} happened; check and say how to go on")
             return
+        if result.outcome == "budget":
+            assert result.budget is not None
+            await self._budget_stop(result.budget)
+            return
         assert result.model is not None
         model = result.model
+        if result.budget is not None:
+            await self._budget_warn(result.budget)
         self._count_model_call(model)
         results = await self._run_calls(turn, model.tool_calls)
         self.cursor.tool_calls += len(model.tool_calls)

@@ -135,6 +135,10 @@ class ApprovalsMixin(NotificationsMixin):
             raise ApplicationError(f"run {self.run_id} is {self.status.value}; nothing to approve")
         if self.pending is None:
             raise ApplicationError(f"run {self.run_id} has no pending approval (status {self.status.value})")
+        if self.pending.kind == "budget":
+            raise ApplicationError(f"run {self.run_id} waits for a budget raise ({self.pending.approval_id}), not an "
+                                   f"approval: answer it with `longrun raise-budget {self.run_id} --by USD --as NAME` "
+                                   "(or --reject)")
         if approval_id != self.pending.approval_id:
             raise ApplicationError(
                 f"approval {approval_id!r} does not match the pending action: the pending approval is "

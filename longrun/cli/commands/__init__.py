@@ -4,6 +4,7 @@ which adds its parsers with `func` set to a handler `(args) -> int` (sync or asy
 from longrun.cli.commands import (
     approvers,
     audit,
+    budget,
     control,
     dev,
     diff,
@@ -16,9 +17,9 @@ from longrun.cli.commands import (
     show,
 )
 
-GROUPS = (dev, runs, fork, control, approvers, show, diff, facts, audit, evidence, retention, serve)
+GROUPS = (dev, runs, fork, control, budget, approvers, show, diff, facts, audit, evidence, retention, serve)
 
 __all__ = [
-    "GROUPS", "approvers", "audit", "control", "dev", "diff", "evidence", "facts", "fork", "retention", "runs", "serve",
+    "GROUPS", "approvers", "audit", "budget", "control", "dev", "diff", "evidence", "facts", "fork", "retention", "runs", "serve",
     "show",
 ]

@@ -19,6 +19,8 @@ from longrun.models.audit import (
     ModelCalled,
 )
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from longrun.client.spend_view import spend_line
+from longrun.providers.prices import format_dollars
 from longrun.store import ChainVerdict, Store
 from longrun.views_common import clip as _clip
 from longrun.views_common import describe_event
@@ -253,10 +255,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------ usage
 
 USAGE_FIELDS = ("turn", "transcript_seq", "input", "cache_write", "cache_read", "output", "total_input",
-                "estimated", "calibrated", "calibrated_error_pct")
+                "estimated", "calibrated", "calibrated_error_pct", "cost_usd")
 
 
 def usage_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """One row per model request: its tokens (from the audit) and its cost (from the ledger; None
+    when the model has no price, or the run is older than the ledger)."""
+    costs = {c.transcript_seq: c.cost_usd for c in store.request_costs(run_id) if c.status == "answered"}
     rows = []
     for rec in store.audit(run_id):
         e = rec.event
@@ -268,20 +273,29 @@ def usage_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
         rows.append({"turn": e.turn, "transcript_seq": e.transcript_seq, "input": u.input_tokens,
                      "cache_write": u.cache_creation_input_tokens, "cache_read": u.cache_read_input_tokens,
                      "output": u.output_tokens, "total_input": total, "estimated": e.estimated_tokens,
-                     "calibrated": e.calibrated_tokens, "calibrated_error_pct": err})
+                     "calibrated": e.calibrated_tokens, "calibrated_error_pct": err,
+                     "cost_usd": costs.get(e.transcript_seq)})
     return rows
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
     store = open_store_only()
     try:
-        store.get_run(args.run)
+        model = store.get_run(args.run).model
         rows = usage_rows(store, args.run)
+        family = store.family_spend(args.run)
+        max_cost = store.get_run(family.root_run_id).spec.caps.max_cost if family.root_run_id else None
     finally:
         store.engine.dispose()
-    totals = {k: sum(r[k] for r in rows) for k in ("input", "cache_write", "cache_read", "output", "total_input")}
+    totals: dict[str, Any] = {k: sum(r[k] for r in rows) for k in ("input", "cache_write", "cache_read", "output",
+                                                                    "total_input")}
+    priced = [r["cost_usd"] for r in rows]
+    totals["cost_usd"] = None if not rows or any(c is None for c in priced) else sum(priced)
     if args.json:
-        print_json({"run_id": args.run, "requests": rows, "totals": totals})
+        print_json({"run_id": args.run, "requests": rows, "totals": totals,
+                    "family": {"root_run_id": family.root_run_id, "cost_usd": family.known,
+                               "requests": family.requests, "unpriced": family.unpriced,
+                               "unsettled": family.unsettled, "raised_usd": float(family.raised)}})
     elif args.csv:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=USAGE_FIELDS, lineterminator="\n")
@@ -293,11 +307,13 @@ def cmd_usage(args: argparse.Namespace) -> int:
         if not rows:
             say(f"run {args.run} has made no model requests yet")
             return EXIT_OK
-        table_rows = [[r[k] if r[k] is not None else "-" for k in USAGE_FIELDS] for r in rows]
+        table_rows = [[format_dollars(r[k]) if k == "cost_usd" else r[k] if r[k] is not None else "-"
+                       for k in USAGE_FIELDS] for r in rows]
         table_rows.append(["total", "", totals["input"], totals["cache_write"], totals["cache_read"], totals["output"],
-                           totals["total_input"], "", "", ""])
+                           totals["total_input"], "", "", "", format_dollars(totals["cost_usd"])])
         say(render.table(table_rows, ["turn", "seq", "input", "cache write", "cache read", "output", "total input",
-                                      "estimated", "calibrated", "error %"]))
+                                      "estimated", "calibrated", "error %", "cost"]))
         say("estimated/calibrated: the request size the context pipeline computed before sending it; error % = "
             "calibrated vs the provider's total input")
+        say(spend_line(args.run, family, model, max_cost))
     return EXIT_OK

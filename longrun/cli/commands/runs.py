@@ -38,6 +38,7 @@ from longrun.models.audit import ModelCalled, ToolRan
 from longrun.models.run import RunStatus, RunStatusView
 from longrun.models.spec import RunSpec
 from longrun.models.state import Scope, utcnow
+from longrun.client.spend_view import spend_cell, spend_line
 from longrun.store import Store
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.sandbox import SANDBOX_MODES
@@ -88,6 +89,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                     help="with --context-mode provider or hybrid on Claude: also Anthropic's server compaction")
     st.add_argument("--approval-ttl", metavar="DURATION", help="how long an approval request waits (default 30m)")
     st.add_argument("--max-turns", type=int, metavar="N", help="stop the run after N turns (default 200)")
+    st.add_argument("--max-cost", type=float, metavar="USD", help="budget in US dollars for the run and its subagents, "
+                    "checked before every model call; reaching it waits for `longrun raise-budget` (default: none)")
     st.add_argument("--sandbox", choices=SANDBOX_MODES,
                     help="where run_command runs: bwrap, unshare, none (no sandbox: commands see what the worker "
                     "sees; only on workers with LONGRUN_ALLOW_UNSANDBOXED=1), or auto (default: the worker's "
@@ -151,7 +154,7 @@ def build_spec(args: argparse.Namespace) -> RunSpec:
               "approvers": args.approver, "allow_commands": args.allow_command, "webhooks": args.webhook,
               **{name: getattr(args, name) for name in (
                   "model", "base_url", "context_window", "budget", "trigger", "summary_model", "context_mode",
-                  "provider_compaction", "approval_ttl", "max_turns", "sandbox", "allow_network", "in_place", "mcp",
+                  "provider_compaction", "approval_ttl", "max_turns", "max_cost", "sandbox", "allow_network", "in_place", "mcp",
                   "mcp_read_only", "mcp_idempotent")}}
     try:
         mcp_cli.servers(args)  # the removed --mcp-env / --mcp-header flags: say where their setting went
@@ -249,7 +252,8 @@ def describe_sandbox(spec: RunSpec, used: str | None) -> str:
 
 
 def status_lines(
-    view: RunStatusView, source: str, spec: RunSpec, last_tokens: int | None, sandbox_used: str | None = None
+    view: RunStatusView, source: str, spec: RunSpec, last_tokens: int | None, sandbox_used: str | None = None,
+    spend: str | None = None,
 ) -> list[str]:
     limit, trigger = context_limits(spec)
     u = view.usage
@@ -270,6 +274,7 @@ def status_lines(
         ("tokens", f"input {u.total_input:,} (uncached {u.input_tokens:,}, cache read {u.cache_read_input_tokens:,}, "
                    f"cache write {u.cache_creation_input_tokens:,}), output {u.output_tokens:,}; "
                    f"{view.model_calls} model calls, {view.tool_calls} tool calls"),
+        ("spend", spend),
         ("context", render.meter(last_tokens or 0, limit, trigger, label="") + ("  (last request)" if last_tokens else "")),
         ("last compaction", describe_compaction(view.last_compaction) if view.last_compaction else "none"),
         ("context mode", None if spec.context.mode == "client" else (
@@ -296,6 +301,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         last = last_request_tokens(store, args.run)
         used = last_sandbox(store, args.run)
         scopes = store.all_scopes(args.run, store.load_state(args.run))  # in force and closed
+        family = store.family_spend(args.run)
+        root_cost = store.get_run(family.root_run_id).spec.caps.max_cost if family.root_run_id else None
         if args.json:
             limit, trigger = context_limits(spec)
             data = view.model_dump(mode="json")
@@ -308,7 +315,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
             data["forks"] = [f.run_id for f in store.forks(args.run)]
             data.update(source=src, note=note or None, approvers=spec.approvers, objective=spec.objective,
                         context={"last_request_tokens": last, "limit": limit, "trigger": trigger},
-                        sandbox={"mode": spec.sandbox, "allow_network": spec.allow_network, "last_command": used})
+                        sandbox={"mode": spec.sandbox, "allow_network": spec.allow_network, "last_command": used},
+                        spend={"cost_usd": family.known, "requests": family.requests, "unpriced": family.unpriced,
+                               "root_run_id": family.root_run_id, "max_cost_usd": root_cost,
+                               "raised_usd": float(family.raised)})
             if view.pending_approval:
                 yes, no = answer_commands(view.run_id, view.pending_approval, list(spec.approvers))
                 data["answer"] = {"approve": yes, "reject": no}
@@ -317,7 +327,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 ]
             print_json(data)
         else:
-            for line in status_lines(view, source, spec, last, used) + lineage_lines(store, args.run):
+            for line in status_lines(view, source, spec, last, used,
+                                     spend_line(args.run, family, spec.model, root_cost)) + lineage_lines(store, args.run):
                 say(line)
             for sc in scopes:
                 v = scope_view(sc)
@@ -347,11 +358,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
     try:
         runs = store.list_runs(limit=max(1, args.limit))
         tree = tree_lines(store, runs) if args.tree and not args.json else []
+        spent = store.run_spend([r.run_id for r in runs])
     finally:
         store.engine.dispose()
     if args.json:
         print_json([{"run_id": r.run_id, "status": r.status, "model": r.model, "objective": r.spec.objective,
-                     "workspace": r.spec.workspace, "created_at": r.created_at, "reason": r.reason} for r in runs])
+                     "workspace": r.spec.workspace, "created_at": r.created_at, "reason": r.reason,
+                     "cost_usd": spent[r.run_id].known if r.run_id in spent else None} for r in runs])
         return EXIT_OK
     if tree:
         say("\n".join(tree))
@@ -359,6 +372,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         say("no runs yet: start one with `longrun start --objective ... --workspace ...` (or try `longrun demo`)")
         return EXIT_OK
-    say(render.table([(r.run_id, r.status, r.model, render.when(r.created_at), r.spec.objective) for r in runs],
-                     ["run", "status", "model", "created", "objective"], max_width=60))
+    say(render.table([(r.run_id, r.status, r.model, spend_cell(spent.get(r.run_id)), render.when(r.created_at),
+                       r.spec.objective) for r in runs],
+                     ["run", "status", "model", "spend", "created", "objective"], max_width=60))
     return EXIT_OK

@@ -55,6 +55,9 @@ from longrun.views_common import (
 
 def answer_commands(run_id: str, pending: PendingApproval, approvers: list[str]) -> tuple[str, str]:
     who = approvers[0] if approvers else "NAME"
+    if pending.kind == "budget":
+        return (f"longrun raise-budget {run_id} --by USD --as {who}",
+                f'longrun raise-budget {run_id} --reject --as {who} --reason "..."')
     return (
         f"longrun approve {run_id} {pending.approval_id} --as {who}",
         f'longrun reject {run_id} {pending.approval_id} --as {who} --reason "..."',
@@ -72,6 +75,13 @@ def preview_was_cut(arguments: dict[str, Any], shown: str) -> bool:
 
 
 def describe_pending(run_id: str, pending: PendingApproval, approvers: list[str]) -> list[str]:
+    if pending.kind == "budget":
+        yes, no = answer_commands(run_id, pending, approvers)
+        a = pending.arguments
+        return [f"budget reached: {pending.approval_id}  spent ${float(a.get('spent_usd', 0)):,.4f} of "
+                f"${float(a.get('limit_usd', 0)):,.2f} (run family {a.get('root_run_id', run_id)}); the run waits",
+                f"  approvers: {', '.join(approvers) or '(none: nobody can raise this budget)'}",
+                f"  raise:     {yes}", f"  end it:    {no}"]
     args = json.dumps(pending.arguments, ensure_ascii=False)
     if len(args) > PREVIEW_LIMIT:
         args = args[:PREVIEW_LIMIT - 1] + "…"

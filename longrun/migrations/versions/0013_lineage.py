@@ -6,7 +6,7 @@ Append-only (trigger, and the app role may only SELECT and INSERT): a run's pare
 its record. Backfill: none (no run before this migration is a fork).
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0012
 Create Date: 2026-12-02
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from longrun.store.roles import app_role_name
 
 revision: str = "0013"
-down_revision: str | None = "0011"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
