@@ -314,42 +314,53 @@ def _summarize(
     room = target_est - fixed - allowance
     cut = next((c for c in valid if suffix[c] <= policy.tail_tokens and suffix[c] + grown[c] <= room), valid[-1])
     floor = tail_floor(view, policy.min_tail_turns)
+    cuts = [cut]
     if cut > floor:
         # min_tail_turns, when the target still holds with it: a compaction that lands over its
-        # target only makes the next one fire at once
+        # target only makes the next one fire at once. Tried first; when the facts then do not
+        # all fit, the tail the ledger was sized for is tried after it (a fact outranks a turn
+        # kept verbatim beyond what the ledger leaves room for; its words stay in the summary's
+        # store and ledger, and the transcript keeps the turn).
         wider = [c for c in valid if c <= floor]
         if wider and fixed + allowance + suffix[wider[-1]] <= target_est:
-            cut = wider[-1]
+            cuts.insert(0, wider[-1])
 
-    replaced = view[:cut]
-    replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
-    index_cut, lines = index.bound(prev.cut, index.fold(prev.lines, index.entries(replaced)), index.cap(limit_est))
     body_min = min(BODY_MIN, max_tokens // 2)
     hidden_notes = shown_notes(list(state.notes), notes_tokens)[0]
-    store.extend(extract.units_after(store, items, seqs[cut - 1], state, hidden_notes))
+    for cut in cuts:
+        replaced = view[:cut]
+        replaced_tokens = sum(ests[:cut]) + (estimate_text(prev.body) if prev.body else 0)
+        index_cut, lines = index.bound(prev.cut, index.fold(prev.lines, index.entries(replaced)), index.cap(limit_est))
+        store.extend(extract.units_after(store, items, seqs[cut - 1], state, hidden_notes))
 
-    # The human's messages: those with an instruction or facts the ledger cannot carry whole first,
-    # then the ledger (a selection from every current fact, by priority class), then, in the room
-    # left, the messages without a fact (context, chatter) whose lines the ledger does not show. A
-    # message all of whose lines later ones replaced is not quoted (it would read as current); one
-    # the ledger carries whole is left to it.
-    offered = [t for t in dict.fromkeys(prev.users + user_texts(replaced))
-               if not humans.is_opening(t, state) and humans.quotable(t)]
-    stale = store.replaced_values("user")
-    offered = [t for t in offered if not (stale and set(_unit_texts(t)) <= stale)]
-    first = humans.cap([t for t in offered if humans.instructs(t) or humans.states_facts(t)], user_cap)
-    shown = {u for t in first for u in _unit_texts(t)}
-    entries = [e for e in store.entries() if not e.unit.quoted and not (e.unit.source == "user" and e.unit.text in shown)]
-    free = target_est - fixed - overhead - suffix[cut] - index.cost(index_cut, lines) - humans.cost(first)
-    shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
-    # the facts may fill the room up to their own aim (`aim.facts_aim`), past the one the tail and body aim at
-    facts_room = max(shared, shared + facts_est - target_est)
-    left_out, facts = ledger.select(entries, facts_room - body_min)
-    if left_out:  # the facts are short of room: the body yields its floor to them (the state block has the goal)
-        left_out, facts = ledger.select(entries, facts_room)
+        # The human's messages: those with an instruction or facts the ledger cannot carry whole
+        # first, then the ledger (a selection from every current fact, by priority class), then,
+        # in the room left and only when no fact was left out, the messages without a fact
+        # (context, chatter) whose lines the ledger does not show. A message all of whose lines
+        # later ones replaced is not quoted (it would read as current); one the ledger carries
+        # whole is left to it.
+        offered = [t for t in dict.fromkeys(prev.users + user_texts(replaced))
+                   if not humans.is_opening(t, state) and humans.quotable(t)]
+        stale = store.replaced_values("user")
+        offered = [t for t in offered if not (stale and set(_unit_texts(t)) <= stale)]
+        first = humans.cap([t for t in offered if humans.instructs(t) or humans.states_facts(t)], user_cap)
+        shown = {u for t in first for u in _unit_texts(t)}
+        entries = [e for e in store.entries()
+                   if not e.unit.quoted and not (e.unit.source == "user" and e.unit.text in shown)]
+        free = target_est - fixed - overhead - suffix[cut] - index.cost(index_cut, lines) - humans.cost(first)
+        shared = max(free, max_tokens)  # body and ledger together: when the tail leaves no room, what the body had alone
+        # the facts may fill the room up to their own aim (`aim.facts_aim`), past the one the tail and body aim at
+        facts_room = max(shared, shared + facts_est - target_est)
+        left_out, facts = ledger.select(entries, facts_room - body_min)
+        if left_out:  # the facts are short of room: the body yields its floor to them (the state block has the goal)
+            left_out, facts = ledger.select(entries, facts_room)
+        if not left_out:
+            break
     chosen = {e.unit.text for e in facts}
     room = min(user_cap - humans.cost(first), shared - (0 if left_out else body_min) - ledger.cost(left_out, facts))
-    others = [t for t in offered if t not in first and not chosen & set(_unit_texts(t))]
+    # no context-only quote while a fact is left out: a message without an instruction or a fact
+    # tells the run less than any fact the store holds (issue 25)
+    others = [t for t in offered if t not in first and not chosen & set(_unit_texts(t))] if not left_out else []
     more = humans.cap(others, max(0, room))
     users = [t for t in offered if t in set(first) | set(more)]
     body_tokens = min(max_tokens, shared - ledger.cost(left_out, facts) - humans.cost(more))
