@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from longrun.context import index, ledger
+from longrun.context import humans, index, ledger
 from longrun.context.ledger import Entry
 from longrun.context.tokens import estimate_text
 from longrun.models.blocks import Message, TextBlock
@@ -137,45 +137,58 @@ def fit(summary: str | None, free: int, users: list[str] | None = None) -> str |
     parts = parse(summary, users)
     if not parts.lines and not parts.facts:
         return summary
-    start = estimate_text(summary)
+    _shrink(parts, free, estimate_text(summary), index_only=False)
+    return parts.render()
+
+
+def _shrink(parts: SummaryParts, free: int, start: int, *, index_only: bool) -> None:
+    """The oldest index lines (and, unless `index_only`, the least informative ledger facts) of
+    `parts` go until the rendered summary is `free` tokens under `start`."""
     want = free
     for _ in range(4):  # the estimate of a whole text is not the sum of its lines': shrink until it is
         before = index.cost(parts.cut, parts.lines)
         parts.cut, parts.lines = index.shrink(parts.cut, parts.lines, want)
         rest = want - (before - index.cost(parts.cut, parts.lines))
-        if rest > 0 and parts.facts:
+        if rest > 0 and parts.facts and not index_only:
             budget = max(0, ledger.cost(parts.left_out, parts.facts) - rest)
             parts.left_out, parts.facts = ledger.select(parts.facts, budget, parts.left_out)
         short = free - (start - estimate_text(parts.render()))
-        if short <= 0 or not (parts.lines or parts.facts):
+        if short <= 0 or not (parts.lines or (parts.facts and not index_only)):
             break
         want = short
-    return parts.render()
 
 
 def fit_all(summary: str | None, free: int, users: list[str] | None = None) -> tuple[str | None, list[str] | None, int]:
     """The very last resort on a summary, so that no compaction and no request ever exceeds its
-    limit for want of trimming it (issue 25, cause 8): `fit` (the oldest index lines, then the
-    least informative ledger facts), then the quoted human messages, oldest first (their facts
-    are in the fact store, and the transcript keeps them), then the body, then the bare notes of
-    what was cut. Returns (summary, the quoted messages kept, how many quoted messages went)."""
+    limit for want of trimming it (issue 25, cause 8), least worth first: the oldest index lines
+    (their artifacts are stored), the quoted human messages without an instruction or a fact
+    (context a fact outranks), the body, the least informative ledger facts, the other quoted
+    messages, oldest first (their facts are in the fact store, and the transcript keeps them),
+    then the bare notes of what was cut. Returns (summary, the quoted messages kept, how many
+    quoted messages went)."""
     if not summary or free <= 0:
         return summary, users, 0
     start = estimate_text(summary)
-    fitted = fit(summary, free, users)
-    if fitted is None or start - estimate_text(fitted) >= free:
-        return fitted, (parse(fitted, users).users if users is not None and fitted else users), 0
-    parts = parse(fitted, users)
+    parts = parse(summary, users)
     cut = 0
 
     def short() -> bool:
         return start - estimate_text(parts.render()) < free
 
-    while short() and parts.users:
-        parts.users.pop(0)
+    _shrink(parts, free, start, index_only=True)
+    for t in [t for t in parts.users if not (humans.instructs(t) or humans.states_facts(t))]:
+        if not short():
+            break
+        parts.users.remove(t)
         cut += 1
     if short() and parts.body:
         parts.body = None
+    if short() and parts.facts:
+        now = estimate_text(parts.render())
+        _shrink(parts, free - (start - now), now, index_only=False)
+    while short() and parts.users:
+        parts.users.pop(0)
+        cut += 1
     if short() and not parts.facts:
         parts.left_out = 0
     if short() and not parts.lines:

@@ -121,6 +121,8 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         old_held, old_subjects = facts.held_values(e.unit), facts.subjects(e.unit)
         if held and old_held and (not (_kinds_of(u) & _kinds_of(e.unit)) or held <= old_held):
             continue
+        if held and not old_held and not _kinds_of(e.unit) and len(common & said) < 2:
+            continue  # a new date or number does not replace a line that holds none on one shared word
         if subjects and old_subjects and not subjects & old_subjects:
             continue  # two lines about different things (T-14 and T-15, billing-svc and auth-svc)
         # a word many lines say (ceiling, week) tells less about which line this one updates than
