@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from longrun.auth import Signer, new_key
+from longrun.client.budget_decide import decide_budget
 from longrun.client.calls import update
+from longrun.client.decide import approve
 from longrun.errors import ApprovalError
 from longrun.models.audit import ApprovalRefused, BudgetDecided, BudgetRequested, BudgetWarning, ModelCalled
 from longrun.models.io import BudgetInput
@@ -21,8 +23,6 @@ from longrun.models.signed import BudgetRecord, Proof
 from longrun.models.spec import RunCaps, RunSpec
 from longrun.providers import ModelProvider, ProviderConfig
 from longrun.providers.prices import Price, format_dollars
-from longrun.client.budget_decide import decide_budget
-from longrun.client.decide import approve
 from longrun.service.settings import Settings
 from longrun.service.worker import build_worker
 from longrun.workflows.agent_run import AgentRunWorkflow

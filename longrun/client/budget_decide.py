@@ -15,10 +15,10 @@ from pathlib import Path
 from temporalio.client import Client
 
 from longrun.client.calls import query_status
+from longrun.client.decide import Approver, load_signer, record_base, send_update
 from longrun.errors import ApprovalError
 from longrun.models.io import BudgetInput
 from longrun.models.signed import DEFAULT_LIFETIME_SECONDS, BudgetRecord
-from longrun.client.decide import Approver, load_signer, record_base, send_update
 from longrun.store import Store
 from longrun.workflows.agent_run import AgentRunWorkflow
 

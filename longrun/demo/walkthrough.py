@@ -37,6 +37,7 @@ from longrun.cli.commands.watch import Watcher, describe_pending
 from longrun.client import decide
 from longrun.client import runs as client_runs
 from longrun.client.connection import connect_temporal, open_database
+from longrun.client.spend_view import spend_line
 from longrun.demo import console as demo_console
 from longrun.models.audit import CompactionDone, ToolRan
 from longrun.models.run import RunStatus
@@ -44,7 +45,6 @@ from longrun.models.spec import ContextPolicy, RunSpec
 from longrun.models.state import TaskState, utcnow
 from longrun.service import devstack
 from longrun.service.settings import Settings, longrun_home
-from longrun.client.spend_view import spend_line
 from longrun.store import Store
 from longrun.views_common import context_limits, context_points
 

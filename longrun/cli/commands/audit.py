@@ -15,11 +15,11 @@ from typing import Any
 from longrun import render
 from longrun.auth.audit_check import DecisionProblem, DecisionReport, verify_decisions
 from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, dump, open_store_only, print_json, say
+from longrun.client.spend_view import spend_line
 from longrun.models.audit import (
     ModelCalled,
 )
 from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from longrun.client.spend_view import spend_line
 from longrun.providers.prices import format_dollars
 from longrun.store import ChainVerdict, Store
 from longrun.views_common import clip as _clip

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from longrun.errors import ApprovalError
-from longrun.client.budget_decide import decide_budget
 from longrun.cli.commands.common import (
     EXIT_OK,
     CliError,
@@ -17,6 +15,8 @@ from longrun.cli.commands.common import (
     stack,
     usage_error,
 )
+from longrun.client.budget_decide import decide_budget
+from longrun.errors import ApprovalError
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:

@@ -31,6 +31,7 @@ from longrun.cli.commands.watch import Watcher, answer_commands, describe_pendin
 from longrun.client import runs as client_runs
 from longrun.client import start_request
 from longrun.client import status as client_status
+from longrun.client.spend_view import spend_cell, spend_line
 from longrun.client.start_request import DirtyWorkspace, InvalidStart, StartRequest
 from longrun.errors import StoreError
 from longrun.mcp import cli as mcp_cli
@@ -38,7 +39,6 @@ from longrun.models.audit import ModelCalled, ToolRan
 from longrun.models.run import RunStatus, RunStatusView
 from longrun.models.spec import RunSpec
 from longrun.models.state import Scope, utcnow
-from longrun.client.spend_view import spend_cell, spend_line
 from longrun.store import Store
 from longrun.tools.autorun import runs_code_warnings
 from longrun.tools.sandbox import SANDBOX_MODES
