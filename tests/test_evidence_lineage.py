@@ -20,6 +20,7 @@ from longrun.models import Message, RunSpec
 from longrun.models.canonical import canonical_json, chain_hash
 from longrun.store import Store
 from longrun.store.lineage import ForkPoint
+from tests.support.evidence_docs import check_by_the_docs
 
 
 def say(store: Store, run_id: str, words: str) -> int:
@@ -78,6 +79,10 @@ def test_a_fork_of_a_fork_exported_alone_verifies_along_its_lineage(store: Store
     assert report.ok, [str(p) for p in report.problems]
     # the whole visible transcript is checked: 3 of p's entries, 1 of f's, g's own
     assert report.checked["transcript_entries rows (hash-chained)"] == 5
+    assert report.checked["lineage rows"] == 2
+    # and docs/EVIDENCE.md is enough to check it without longrun
+    assert check_by_the_docs(members(out)) == report.checked["transcript_entries rows (hash-chained)"] + sum(
+        n for kind, n in report.checked.items() if kind.endswith("(hash-chained)") and "transcript" not in kind)
 
 
 def test_family_from_the_original_holds_its_forks_and_verifies(store: Store, tmp_path: Path) -> None:
@@ -88,6 +93,8 @@ def test_family_from_the_original_holds_its_forks_and_verifies(store: Store, tmp
     assert done.runs == ["p", "f", "p-sub", "g"] or sorted(done.runs) == ["f", "g", "p", "p-sub"], done.runs
     report = verify_bundle(str(out))
     assert report.ok, [str(p) for p in report.problems]
+    assert report.checked["inherited entries (against their run's own)"] == 3 + 4
+    assert check_by_the_docs(members(out)) > 0
     manifest = json.loads(members(out)["manifest.json"])
     listed = {r["run_id"]: r for r in manifest["runs"]}
     assert set(listed) == {"p", "f", "g", "p-sub"}
