@@ -137,3 +137,22 @@ def test_editing_a_parents_entry_inside_a_forks_bundle_is_named(store: Store, tm
     found = problems(rewrite(tmp_path / "rechained.zip", files, "runs/f/inherited_entries.jsonl",
                              "runs/f/transcript_entries.jsonl", "heads.json"))
     assert any(p.startswith("runs/f/inherited_entries.jsonl row 2:") and "run p" in p for p in found), found
+
+
+def test_a_rewritten_or_removed_lineage_is_named(store: Store, tmp_path: Path) -> None:
+    lineage(store)
+    out = tmp_path / "f.zip"
+    export_run(store, "f", out)
+    files = members(out)
+    member = "runs/f/run_lineage.jsonl"
+    row = json.loads(files[member])
+    row["parent_through_seq"] = 2  # claim the fork read less of its parent
+    files[member] = canonical_json(row).encode() + b"\n"
+    found = problems(rewrite(tmp_path / "moved.zip", files, member))
+    assert any(p.startswith(f"{member} row 1: says") and "forked_from audit event" in p for p in found), found
+
+    files = members(out)
+    files[member] = files["runs/f/inherited_entries.jsonl"] = b""  # pass the fork off as a run of its own
+    found = problems(rewrite(tmp_path / "cut.zip", files, member, "runs/f/inherited_entries.jsonl"))
+    assert any(p.startswith("runs/f/transcript_entries.jsonl row 1: row 1 is missing") for p in found), found
+    assert any(p.startswith("runs/f/audit_events.jsonl row 2: run f was forked") for p in found), found
