@@ -179,7 +179,7 @@ def _run_members(s: Session, w: _Writer, run: RunRow) -> dict[str, Any]:
     }
 
 
-def lineage_rows(s: Session, run_id: str) -> list[RunLineageRow]:
+def _lineage_rows(s: Session, run_id: str) -> list[RunLineageRow]:
     """The run's `run_lineage` row, its parent's, and so on up to a run that is no fork."""
     out: list[RunLineageRow] = []
     row = s.get(RunLineageRow, run_id)
@@ -193,7 +193,7 @@ def _lineage_members(s: Session, w: _Writer, rid: str, d: str) -> None:
     """A fork's lineage rows and the ancestors' entries its transcript reads (both empty for a run
     that is no fork), so its transcript chain verifies from its own folder alone."""
     table = core_table(RunLineageRow)
-    w.put(f"{d}/{fmt.LINEAGE}.jsonl", fmt.jsonl(_plain(table, r) for r in lineage_rows(s, rid)))
+    w.put(f"{d}/{fmt.LINEAGE}.jsonl", fmt.jsonl(_plain(table, r) for r in _lineage_rows(s, rid)))
     w.put(f"{d}/{fmt.INHERITED}.jsonl", fmt.jsonl(
         {**transcript_payload(r.run_id, r.seq, r.role, r.content, r.token_estimate, r.usage, r.turn, r.created_at),
          "prev_hash": r.prev_hash, "hash": r.hash}

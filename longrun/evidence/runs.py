@@ -113,9 +113,9 @@ def _chain(report: BundleReport, member: str, table: str, run_id: str, rows: Row
 
 
 def _lineage(reader: BundleReader, report: BundleReport, folder: str, run_id: str,
-             version: Any) -> tuple[Rows, Rows]:
-    """The run's lineage rows and inherited entries (both empty for a run that is no fork, or a
-    version 1 bundle, which has neither member)."""
+             version: Any) -> tuple[Rows | None, Rows]:
+    """The run's lineage rows (None: they are not a lineage, a finding says why) and inherited
+    entries (both empty for a run that is no fork, or a version 1 bundle, which has neither member)."""
     found: list[Rows] = []
     for name in (fmt.LINEAGE, fmt.INHERITED):
         member = f"{folder}/{name}.jsonl"
@@ -123,7 +123,7 @@ def _lineage(reader: BundleReader, report: BundleReport, folder: str, run_id: st
         found.append(rows or [])
     lineage, inherited = found
     if not check_lineage(report, f"{folder}/{fmt.LINEAGE}.jsonl", run_id, lineage):
-        return [], inherited
+        return None, inherited
     return lineage, inherited
 
 
@@ -139,7 +139,7 @@ def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: s
         report.bad(fmt.HEADS, None, f"has no heads for run {run_id}")
         run_heads = {}
     lineage_rows, inherited = _lineage(reader, report, folder, run_id, version)
-    lineage = [row for _line, row in lineage_rows]
+    lineage = [row for _line, row in lineage_rows or []]
     inherited_member = f"{folder}/{fmt.INHERITED}.jsonl"
     rows: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for table in fmt.RUN_TABLES:
@@ -165,7 +165,7 @@ def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: s
     if not reader.has(f"{folder}/run.json"):
         report.bad(f"{folder}/run.json", None, "missing from the bundle")
     _closed_head(report, folder, run_id, rows.get("task_state_versions", []), run_heads)
-    if lineage_rows or version != 1:
+    if lineage_rows is not None and (lineage_rows or version != 1):
         check_forked_from(report, f"{folder}/{fmt.LINEAGE}.jsonl", run_id, lineage, rows.get("audit_events", []))
     _load(report, folder, run_id, rows, source)
 
