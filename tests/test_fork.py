@@ -2,7 +2,8 @@
 
 A run on a git workspace patches a file and moves another (both approved); a fork after its second
 turn continues on its own branch from the patch's commit, asks again for the move (approvals are
-not carried), finishes, and both runs verify; a fork of that fork starts from the fork's move.
+not carried), finishes, and both runs verify; a fork of that fork starts from the fork's move; the
+family's evidence bundle (and the fork of the fork's alone) verifies.
 A version with an effect in flight is refused with what to do; an in-place run is forked only into
 another folder; `runs --tree` shows the family.
 """
@@ -134,6 +135,20 @@ async def test_a_fork_continues_on_its_own_branch_asks_again_and_both_runs_verif
         indent = {run: len(lines[i]) - len(lines[i].lstrip(" │├└─")) for run, i in at.items()}
         assert indent[original] < indent[fork] < indent[grandchild]
         assert "fork at v" in lines[at[fork]]
+
+        # the evidence: the original's --family bundle holds both forks and verifies (signed approvals
+        # and all); the grandchild's own bundle carries the entries it reads from both ancestors
+        family = tmp_path / "family.zip"
+        exported = run_cli(env, "export", original, "-o", str(family), "--family", "--json")
+        assert exported.returncode == 0, exported.stderr
+        assert json.loads(exported.stdout)["runs"] == [original, fork, grandchild]
+        for bundle, runs in ((family, [original, fork, grandchild]), (tmp_path / "grandchild.zip", [grandchild])):
+            if bundle != family:
+                assert run_cli(env, "export", grandchild, "-o", str(bundle)).returncode == 0
+            checked = run_cli(env, "verify-bundle", str(bundle), "--json")
+            assert checked.returncode == 0, checked.stdout + checked.stderr
+            report = json.loads(checked.stdout)
+            assert report["runs"] == runs and report["checked"]["lineage rows"] >= 2, report
 
 
 @pytest.mark.timeout(180)

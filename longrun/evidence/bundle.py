@@ -15,6 +15,8 @@ Layout (docs/EVIDENCE.md has every field):
     keys/credentials.jsonl        their public keys with registration, expiry and revocation times
     runs/<dir>/<table>.jsonl      one row per line, canonical JSON, oldest first
     runs/<dir>/run.json           the run's row (spec, model, status, parent)
+    runs/<dir>/run_lineage.jsonl  a fork's lineage rows, its own first, up to a run that is no fork
+    runs/<dir>/inherited_entries.jsonl  the ancestors' transcript entries a fork reads by reference
     artifacts/index.jsonl         every artifact the runs stored: sha256, media type, size
     artifacts/<sha256>            the bytes (only with --with-artifacts)
 
@@ -36,7 +38,11 @@ from typing import Any
 from longrun.models.canonical import canonical_json, sha256_hex
 
 FORMAT = "longrun-evidence"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: a run's folder holds `run_lineage.jsonl` and `inherited_entries.jsonl` (forks)."""
+READABLE_VERSIONS = (1, 2)
+"""Versions `verify-bundle` reads; a version 1 bundle has no lineage members (it holds no forks
+that verify: their transcript chains start on an entry not in the bundle)."""
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.sig"
 HEADS = "heads.json"
@@ -53,6 +59,11 @@ CHAINED = ("task_state_versions", "transcript_entries", "audit_events", "closed_
 UNCHAINED = ("projections", "facts", "run_tools", "run_artifacts", "instructions", "call_edits", "run_requests")
 """The other append-only rows of a run; the manifest (and its signature) vouch for them."""
 RUN_TABLES = CHAINED + UNCHAINED
+LINEAGE = "run_lineage"
+"""A fork's `run_lineage` rows: its own, its parent's, ... (empty for a run that is no fork)."""
+INHERITED = "inherited_entries"
+"""The transcript entries a fork reads from its ancestors, oldest first, each under the run that
+wrote it: with the run's own `transcript_entries` they are one chain (`longrun.evidence.lineage`)."""
 
 MAX_JSON_MEMBER_BYTES = 512 * 1024 * 1024
 """A JSON member larger than this is refused rather than read into memory (a zip bomb)."""
@@ -159,8 +170,11 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "HEADS",
+    "INHERITED",
+    "LINEAGE",
     "MANIFEST",
     "PRINCIPALS",
+    "READABLE_VERSIONS",
     "RUN_TABLES",
     "SIGNATURE",
     "SIGNING_PREFIX",

@@ -7,8 +7,11 @@ written as their hashed payload (the very function the store hashed them with,
 row as it reads it. The file appears whole or not at all: it is written under a temporary name
 beside the target and renamed.
 
-Which runs a bundle holds is decided in one place, `family` (subagents today; forks once lineage
-is recorded: add them there).
+Which runs a bundle holds is decided in one place, `family`: the run, and with `--family` its
+subagents and forks (and theirs). A fork's transcript is its ancestors' entries through each fork
+point, by reference (`longrun.store.lineage`), so its folder also holds its lineage rows and those
+entries (`inherited_entries.jsonl`), read with the store's own `VISIBLE_ENTRIES`: the bundle
+carries everything the fork's transcript chain needs, whether or not its ancestors are in it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table, or_, select
 from sqlalchemy.orm import Session
 
 import longrun
@@ -58,7 +61,15 @@ from longrun.store.tables import (
     core_table,
 )
 from longrun.store.tables_closed import ClosedItemRow
+from longrun.store.tables_lineage import RunLineageRow
 from longrun.store.tables_requests import RunRequestRow
+from longrun.store.transcript import VISIBLE_ENTRIES
+
+_INHERITED_SQL = VISIBLE_ENTRIES + """
+SELECT run_id, seq, role, content, token_estimate, usage, turn, created_at, prev_hash, hash FROM te
+WHERE run_id <> %(run_id)s ORDER BY seq
+"""
+"""The entries a fork reads from its ancestors, as `Store.verify_chain` reads them."""
 
 EXPORT_ACTOR_ROLE = "operator"
 """The role a key must have to sign a bundle (`--sign-as`)."""
@@ -75,16 +86,19 @@ class ExportResult:
 
 
 def family(s: Session, run_id: str, *, with_family: bool) -> list[str]:
-    """The runs a bundle holds: the run, and with `with_family` its subagents, depth first.
+    """The runs a bundle holds: the run, and with `with_family` its subagents and its forks (and
+    theirs, forks of forks included), level by level, each level oldest first.
 
-    The one place that says what a run's family is: forks (issue 29's lineage) join here."""
+    The one place that says what a run's family is. A fork's ancestors are not added: its bundle
+    folder carries the entries it reads from them (`inherited_entries.jsonl`)."""
     out = [run_id]
     if not with_family:
         return out
     i = 0
     while i < len(out):
-        children = s.scalars(select(RunRow.run_id).where(RunRow.parent_run_id == out[i]).order_by(RunRow.created_at,
-                                                                                                  RunRow.run_id))
+        forks = select(RunLineageRow.run_id).where(RunLineageRow.parent_run_id == out[i])
+        children = s.scalars(select(RunRow.run_id).where(or_(RunRow.parent_run_id == out[i], RunRow.run_id.in_(forks)))
+                             .order_by(RunRow.created_at, RunRow.run_id))
         out.extend(c for c in children if c not in out)
         i += 1
     return out
@@ -137,6 +151,7 @@ def _run_members(s: Session, w: _Writer, run: RunRow) -> dict[str, Any]:
          "prev_hash": r.prev_hash, "hash": r.hash}
         for r in s.scalars(select(TranscriptEntryRow).where(TranscriptEntryRow.run_id == rid)
                            .order_by(TranscriptEntryRow.seq))))
+    _lineage_members(s, w, rid, d)
     w.put(f"{d}/audit_events.jsonl", fmt.jsonl(
         {**audit_payload(rid, r.seq, r.kind, r.event, r.actor, r.created_at), "prev_hash": r.prev_hash, "hash": r.hash}
         for r in s.scalars(select(AuditEventRow).where(AuditEventRow.run_id == rid).order_by(AuditEventRow.seq))))
@@ -162,6 +177,27 @@ def _run_members(s: Session, w: _Writer, run: RunRow) -> dict[str, Any]:
         "audit_events": {"count": run.audit_count, "head": run.audit_head},
         "closed_items": {"count": int(closed.get("count", 0)), "head": closed.get("head") or GENESIS_HASH},
     }
+
+
+def _lineage_rows(s: Session, run_id: str) -> list[RunLineageRow]:
+    """The run's `run_lineage` row, its parent's, and so on up to a run that is no fork."""
+    out: list[RunLineageRow] = []
+    row = s.get(RunLineageRow, run_id)
+    while row is not None and all(r.run_id != row.run_id for r in out):
+        out.append(row)
+        row = s.get(RunLineageRow, row.parent_run_id)
+    return out
+
+
+def _lineage_members(s: Session, w: _Writer, rid: str, d: str) -> None:
+    """A fork's lineage rows and the ancestors' entries its transcript reads (both empty for a run
+    that is no fork), so its transcript chain verifies from its own folder alone."""
+    table = core_table(RunLineageRow)
+    w.put(f"{d}/{fmt.LINEAGE}.jsonl", fmt.jsonl(_plain(table, r) for r in _lineage_rows(s, rid)))
+    w.put(f"{d}/{fmt.INHERITED}.jsonl", fmt.jsonl(
+        {**transcript_payload(r.run_id, r.seq, r.role, r.content, r.token_estimate, r.usage, r.turn, r.created_at),
+         "prev_hash": r.prev_hash, "hash": r.hash}
+        for r in s.connection().exec_driver_sql(_INHERITED_SQL, {"run_id": rid})))
 
 
 def _signing_credential(s: Session, signer: Signer) -> None:
@@ -243,7 +279,11 @@ def export_run(store: Store, run_id: str, out: Path, *, with_artifacts: bool = F
                 run = s.get(RunRow, rid)
                 assert run is not None
                 heads[rid] = _run_members(s, w, run)
+                fork = s.get(RunLineageRow, rid)
                 listed.append({"run_id": rid, "dir": fmt.run_dir(rid), "parent_run_id": run.parent_run_id,
+                               "forked_from": None if fork is None else {
+                                   "run_id": fork.parent_run_id, "version": fork.parent_version,
+                                   "through_seq": fork.parent_through_seq},
                                "status": run.status})
             w.put(fmt.HEADS, canonical_json(heads).encode())
             key_ids = _key_ids(s, runs) | ({signer.key_id} if signer else set())

@@ -6,6 +6,10 @@ the store's own payload functions (`longrun.models.chain`) from the row's fields
 field added, dropped or written differently does not verify, and the chain is checked in the
 order the rows appear in the member (a reordered row is a broken link).
 
+A fork's transcript chain starts with the ancestors' entries it reads by reference (its
+`inherited_entries.jsonl`) and goes on with its own; `longrun.evidence.lineage` says which run
+wrote each entry, and each is hashed under that run, as `Store.verify_chain` does.
+
 Pure: no database, no Temporal, no network.
 """
 
@@ -20,6 +24,7 @@ from pydantic import ValidationError
 from longrun.auth.audit_check import verify_decisions
 from longrun.evidence import bundle as fmt
 from longrun.evidence.bundle import BundleReader
+from longrun.evidence.lineage import Inherited, check_forked_from, check_lineage, writer_of
 from longrun.evidence.report import BundleReport
 from longrun.evidence.source import BundleSource, audit_row, state_row, when
 from longrun.models.chain import (
@@ -67,20 +72,30 @@ def read_rows(reader: BundleReader, report: BundleReport, member: str) -> list[t
     return out
 
 
-def _chain(report: BundleReport, member: str, table: str, run_id: str, rows: list[tuple[int, dict[str, Any]]],
-           head: dict[str, Any]) -> bool:
+Rows = list[tuple[int, dict[str, Any]]]
+
+
+def _chain(report: BundleReport, member: str, table: str, run_id: str, rows: Rows, head: dict[str, Any], *,
+           inherited: Rows | None = None, inherited_member: str = "", writer: Callable[[int], str] | None = None) -> bool:
+    """Check one chain: `inherited` rows (a fork's ancestors' entries, from `inherited_member`)
+    then `rows`, each hashed under the run `writer` says wrote it (default: `run_id`)."""
     number_field, payload_of = PAYLOADS[table]
+    inherited = inherited or []
+    located = [(inherited_member, line, row) for line, row in inherited] + [(member, line, row) for line, row in rows]
     chain = []
-    for line, row in rows:
+    for where, line, row in located:
         try:
-            if row.get("run_id") != run_id:
-                raise ValueError(f"belongs to run {row.get('run_id')!r}, not {run_id!r}")
-            payload = payload_of(run_id, row)
+            owner = writer(int(row[number_field])) if writer else run_id
+            if row.get("run_id") != owner:
+                raise ValueError(f"belongs to run {row.get('run_id')!r}, not {owner!r}"
+                                 + (f" (the run whose entry {row[number_field]} {run_id}'s lineage reads)"
+                                    if owner != run_id else ""))
+            payload = payload_of(owner, row)
             if set(row) != set(payload) | {"prev_hash", "hash"}:
                 raise ValueError(f"has the fields {sorted(row)}, expected {sorted(set(payload) | {'prev_hash', 'hash'})}")
             chain.append(ChainRow(int(row[number_field]), payload, str(row["prev_hash"]), str(row["hash"])))
         except (KeyError, TypeError, ValueError) as exc:
-            report.bad(member, line, f"malformed row: {exc}")
+            report.bad(where, line, f"malformed row: {exc}")
             return False
     try:
         problem = check_chain(chain, str(head["head"]), int(head["count"]))
@@ -89,21 +104,43 @@ def _chain(report: BundleReport, member: str, table: str, run_id: str, rows: lis
         return False
     report.checked[f"{table} rows (hash-chained)"] += len(chain)
     if problem is not None:
-        report.bad(member, problem.row, problem.reason)
+        if 0 < problem.row <= len(located):
+            report.bad(located[problem.row - 1][0], located[problem.row - 1][1], problem.reason)
+        else:
+            report.bad(member, problem.row - len(inherited), problem.reason)
         return False
     return True
+
+
+def _lineage(reader: BundleReader, report: BundleReport, folder: str, run_id: str,
+             version: Any) -> tuple[Rows | None, Rows]:
+    """The run's lineage rows (None: they are not a lineage, a finding says why) and inherited
+    entries (both empty for a run that is no fork, or a version 1 bundle, which has neither member)."""
+    found: list[Rows] = []
+    for name in (fmt.LINEAGE, fmt.INHERITED):
+        member = f"{folder}/{name}.jsonl"
+        rows = read_rows(reader, report, member) if reader.has(member) or version != 1 else []
+        found.append(rows or [])
+    lineage, inherited = found
+    if not check_lineage(report, f"{folder}/{fmt.LINEAGE}.jsonl", run_id, lineage):
+        return None, inherited
+    return lineage, inherited
 
 
 _WHERE = re.compile(r"^(audit row|state version) (\d+)")
 
 
 def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: str, heads: dict[str, Any],
-              source: BundleSource) -> None:
-    """Check one run's members; add its rows to `source` for the decision checks."""
+              source: BundleSource, version: Any = fmt.FORMAT_VERSION) -> None:
+    """Check one run's members; add its rows to `source` for the decision checks and the
+    lineage's cross-check."""
     run_heads = heads.get(run_id)
     if not isinstance(run_heads, dict):
         report.bad(fmt.HEADS, None, f"has no heads for run {run_id}")
         run_heads = {}
+    lineage_rows, inherited = _lineage(reader, report, folder, run_id, version)
+    lineage = [row for _line, row in lineage_rows or []]
+    inherited_member = f"{folder}/{fmt.INHERITED}.jsonl"
     rows: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for table in fmt.RUN_TABLES:
         member = f"{folder}/{table}.jsonl"
@@ -111,7 +148,14 @@ def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: s
         if found is None:
             continue
         rows[table] = found
-        if table in PAYLOADS:
+        if table == "transcript_entries":
+            _chain(report, member, table, run_id, found, run_heads.get(table) or {"head": "", "count": -1},
+                   inherited=inherited, inherited_member=inherited_member, writer=writer_of(run_id, lineage))
+            source.entries.update({(run_id, r["seq"]): (str(r.get("hash")), member) for _l, r in found
+                                   if isinstance(r.get("seq"), int)})
+            source.inherited.extend(Inherited(inherited_member, line, str(r.get("run_id")), r["seq"], str(r.get("hash")))
+                                    for line, r in inherited if isinstance(r.get("seq"), int))
+        elif table in PAYLOADS:
             _chain(report, member, table, run_id, found, run_heads.get(table) or {"head": "", "count": -1})
         else:
             for line, row in found:
@@ -121,6 +165,8 @@ def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: s
     if not reader.has(f"{folder}/run.json"):
         report.bad(f"{folder}/run.json", None, "missing from the bundle")
     _closed_head(report, folder, run_id, rows.get("task_state_versions", []), run_heads)
+    if lineage_rows is not None and (lineage_rows or version != 1):
+        check_forked_from(report, f"{folder}/{fmt.LINEAGE}.jsonl", run_id, lineage, rows.get("audit_events", []))
     _load(report, folder, run_id, rows, source)
 
 

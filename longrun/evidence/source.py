@@ -19,6 +19,7 @@ from typing import Any
 from longrun.auth.check import Credential
 from longrun.auth.keys import key_id_of, load_public_pem
 from longrun.errors import ConfigError
+from longrun.evidence.lineage import Inherited
 from longrun.models import AuditEvent, audit_event_adapter
 from longrun.models.state import TaskState
 
@@ -100,6 +101,10 @@ class BundleSource:
     audits: dict[str, list[BundleAuditRow]] = field(default_factory=dict)
     states: dict[str, list[BundleStateRow]] = field(default_factory=dict)
     edits: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    entries: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    """(run, seq) -> (hash, member) of every run's own transcript entries (for `lineage.cross_check`)."""
+    inherited: list[Inherited] = field(default_factory=list)
+    """Every ancestor's entry a fork carries."""
 
     def audit(self, run_id: str) -> Sequence[BundleAuditRow]:
         return self.audits.get(run_id, [])

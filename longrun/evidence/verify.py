@@ -35,6 +35,7 @@ from longrun.auth.keys import load_public_pem, verify_signature
 from longrun.errors import ConfigError
 from longrun.evidence import bundle as fmt
 from longrun.evidence.bundle import BundleError, BundleReader
+from longrun.evidence.lineage import cross_check
 from longrun.evidence.report import BundleReport
 from longrun.evidence.runs import check_run, read_rows
 from longrun.evidence.source import BundleSource, credential_of, when
@@ -56,9 +57,10 @@ def _manifest(reader: BundleReader, report: BundleReport) -> tuple[dict[str, Any
         assert isinstance(members, list)
     except (ValueError, KeyError, TypeError, AssertionError) as exc:
         raise BundleError(f"{fmt.MANIFEST} is not a manifest ({exc})") from exc
-    if (manifest.get("format"), manifest.get("format_version")) != (fmt.FORMAT, fmt.FORMAT_VERSION):
+    if manifest.get("format") != fmt.FORMAT or manifest.get("format_version") not in fmt.READABLE_VERSIONS:
         report.bad(fmt.MANIFEST, None, f"format {manifest.get('format')!r} version {manifest.get('format_version')!r} "
-                   f"is not {fmt.FORMAT} {fmt.FORMAT_VERSION}: use the longrun version that wrote it "
+                   f"is not {fmt.FORMAT} {' or '.join(map(str, fmt.READABLE_VERSIONS))}: use the longrun version that "
+                   "wrote it "
                    f"({manifest.get('longrun_version')!r})")
     report.exported_at = str(manifest.get("exported_at"))
     listed: dict[str, dict[str, Any]] = {}
@@ -188,9 +190,10 @@ def verify_bundle(path: str, *, expect_signer: str | None = None) -> BundleRepor
             if folder != fmt.run_dir(run_id):
                 report.bad(fmt.MANIFEST, None, f"run {run_id} is kept in {folder}, not {fmt.run_dir(run_id)}")
                 continue
-            check_run(reader, report, run_id, folder, heads, source)
+            check_run(reader, report, run_id, folder, heads, source, manifest.get("format_version"))
         if not report.runs:
             report.bad(fmt.MANIFEST, None, "lists no runs")
+        cross_check(report, source.inherited, source.entries)
         _artifacts(reader, report, digests)
     finally:
         reader.close()

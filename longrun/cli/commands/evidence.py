@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     e.add_argument("-o", "--output", required=True, type=Path, metavar="FILE", help="the bundle to write (never "
                    "overwritten)")
     e.add_argument("--with-artifacts", action="store_true", help="include the bytes of every artifact the runs stored")
-    e.add_argument("--family", action="store_true", help="include the run's subagents (and theirs)")
+    e.add_argument("--family", action="store_true", help="include the run's subagents and forks (and theirs)")
     e.add_argument("--sign-as", metavar="NAME", help="sign the manifest with NAME's key (an operator)")
     e.add_argument("--key", type=Path, metavar="PATH", help="the signing key (default: $LONGRUN_KEYS_DIR/NAME.pem, "
                    "else $LONGRUN_HOME/keys/NAME.pem)")
