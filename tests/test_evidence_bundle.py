@@ -302,3 +302,15 @@ def test_docs_evidence_md_is_enough_to_verify_without_longrun(exported: dict[str
     proof = granted["event"]["proof"]
     public(proof["key_id"]).verify(base64.b64decode(proof["signature"]), proof["payload"].encode())
     assert json.loads(proof["payload"])["action_hash"] == granted["event"]["action_hash"]
+
+
+def test_a_body_removed_outside_prune_is_named(forge: Callable[..., tuple[list[str], str]]) -> None:
+    # a tombstone links into the chain (its hash kept), but no audited prune removed that body
+    def change(files: dict[str, bytes], folder: str) -> None:
+        items = rows(files[f"{folder}/transcript_entries.jsonl"])
+        items[1]["content"] = {"pruned": {"sha256": "0" * 64, "bytes": 10, "at": "2026-12-02T00:00:00+00:00"}}
+        files[f"{folder}/transcript_entries.jsonl"] = lines(items)
+
+    found, folder = forge(change, "RUN/transcript_entries.jsonl")
+    assert any(p.startswith(f"{folder}/transcript_entries.jsonl row 2: 1 entries are tombstones") and
+               "the audit records 0 pruned" in p for p in found), found

@@ -195,6 +195,12 @@ def test_export_to_writes_a_verified_bundle_first_and_keeps_a_run_whose_bundle_f
         assert any(BODY.format(i=0) in zf.read(n).decode() for n in zf.namelist() if n.endswith("transcript_entries.jsonl"))
     assert "[pruned on " in _bodies(store, exported)[0][0]
     assert _bodies(store, broken) == before  # kept whole
+    # a bundle exported after the prune verifies too: tombstones link into the chain and match
+    # the audited prune, as in `audit --verify`
+    assert main(["export", exported, "-o", str(tmp_path / "after.zip")]) == 0
+    after = verify_bundle(str(tmp_path / "after.zip"))
+    assert after.ok, after.lines()
+    assert after.checked["transcript_entries bodies pruned (tombstones)"] == 3
 
     # moved away, the next prune exports it anew and takes it
     (bundles / f"{broken}.zip").unlink()

@@ -56,7 +56,8 @@ keeps a manifest signature from ever being read as another longrun signature (a 
 
 CHAINED = ("task_state_versions", "transcript_entries", "audit_events", "closed_items")
 """The per-run tables whose rows carry `prev_hash` and `hash`."""
-UNCHAINED = ("projections", "facts", "run_tools", "run_artifacts", "instructions", "call_edits", "run_requests")
+UNCHAINED = ("projections", "facts", "run_tools", "run_artifacts", "instructions", "call_edits", "run_requests",
+             "model_requests", "budget_raises")
 """The other append-only rows of a run; the manifest (and its signature) vouch for them."""
 RUN_TABLES = CHAINED + UNCHAINED
 LINEAGE = "run_lineage"

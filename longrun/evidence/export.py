@@ -23,6 +23,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ from longrun.store.tables import (
 from longrun.store.tables_closed import ClosedItemRow
 from longrun.store.tables_lineage import RunLineageRow
 from longrun.store.tables_requests import RunRequestRow
+from longrun.store.tables_spend import BudgetRaiseRow, ModelRequestRow
 from longrun.store.transcript import VISIBLE_ENTRIES
 
 _INHERITED_SQL = VISIBLE_ENTRIES + """
@@ -113,6 +115,8 @@ def _plain(table: Table, row: Any) -> dict[str, Any]:
             value = timestamp(value)
         elif isinstance(value, (bytes, memoryview)):
             value = base64.b64encode(bytes(value)).decode()
+        elif isinstance(value, Decimal):
+            value = str(value)  # dollars exactly as stored, never a float
         out[col.key] = value
     return out
 
@@ -167,6 +171,9 @@ def _run_members(s: Session, w: _Writer, run: RunRow) -> dict[str, Any]:
         ("instructions", InstructionRow, [InstructionRow.instruction_id]),
         ("call_edits", CallEditRow, [CallEditRow.edit_id]),
         ("run_requests", RunRequestRow, [RunRequestRow.created_at, RunRequestRow.id]),
+        ("model_requests", ModelRequestRow, [ModelRequestRow.turn, ModelRequestRow.overflow_retry,
+                                             ModelRequestRow.attempt]),
+        ("budget_raises", BudgetRaiseRow, [BudgetRaiseRow.created_at, BudgetRaiseRow.request_id]),
     ):
         w.put(f"{d}/{name}.jsonl", fmt.jsonl(_rows(s, row_type, rid, order)))
     head = s.get(TaskStateRow, rid)

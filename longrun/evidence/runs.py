@@ -35,6 +35,7 @@ from longrun.models.chain import (
     state_version_payload,
     transcript_payload,
 )
+from longrun.models.tombstone import tombstone_of
 
 
 def _at(row: dict[str, Any]) -> Any:
@@ -76,9 +77,12 @@ Rows = list[tuple[int, dict[str, Any]]]
 
 
 def _chain(report: BundleReport, member: str, table: str, run_id: str, rows: Rows, head: dict[str, Any], *,
-           inherited: Rows | None = None, inherited_member: str = "", writer: Callable[[int], str] | None = None) -> bool:
+           inherited: Rows | None = None, inherited_member: str = "", writer: Callable[[int], str] | None = None,
+           tombstones: list[int] | None = None) -> bool:
     """Check one chain: `inherited` rows (a fork's ancestors' entries, from `inherited_member`)
-    then `rows`, each hashed under the run `writer` says wrote it (default: `run_id`)."""
+    then `rows`, each hashed under the run `writer` says wrote it (default: `run_id`). The lines
+    of the run's own pruned entries (tombstones) are appended to `tombstones`."""
+    tombstones = tombstones if tombstones is not None else []
     number_field, payload_of = PAYLOADS[table]
     inherited = inherited or []
     located = [(inherited_member, line, row) for line, row in inherited] + [(member, line, row) for line, row in rows]
@@ -93,7 +97,13 @@ def _chain(report: BundleReport, member: str, table: str, run_id: str, rows: Row
             payload = payload_of(owner, row)
             if set(row) != set(payload) | {"prev_hash", "hash"}:
                 raise ValueError(f"has the fields {sorted(row)}, expected {sorted(set(payload) | {'prev_hash', 'hash'})}")
-            chain.append(ChainRow(int(row[number_field]), payload, str(row["prev_hash"]), str(row["hash"])))
+            pruned = table == "transcript_entries" and tombstone_of(row.get("content")) is not None
+            if pruned and owner == run_id:
+                # a pruned body: its hash is vouched for by the next row or the head, as in
+                # `audit --verify`; the run's own tombstones are weighed against its audited prunes
+                tombstones.append(line)
+            chain.append(ChainRow(int(row[number_field]), None if pruned else payload, str(row["prev_hash"]),
+                                  str(row["hash"])))
         except (KeyError, TypeError, ValueError) as exc:
             report.bad(where, line, f"malformed row: {exc}")
             return False
@@ -142,6 +152,7 @@ def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: s
     lineage = [row for _line, row in lineage_rows or []]
     inherited_member = f"{folder}/{fmt.INHERITED}.jsonl"
     rows: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    tombstones: list[int] = []
     for table in fmt.RUN_TABLES:
         member = f"{folder}/{table}.jsonl"
         found = read_rows(reader, report, member)
@@ -150,7 +161,8 @@ def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: s
         rows[table] = found
         if table == "transcript_entries":
             _chain(report, member, table, run_id, found, run_heads.get(table) or {"head": "", "count": -1},
-                   inherited=inherited, inherited_member=inherited_member, writer=writer_of(run_id, lineage))
+                   inherited=inherited, inherited_member=inherited_member, writer=writer_of(run_id, lineage),
+                   tombstones=tombstones)
             source.entries.update({(run_id, r["seq"]): (str(r.get("hash")), member) for _l, r in found
                                    if isinstance(r.get("seq"), int)})
             source.inherited.extend(Inherited(inherited_member, line, str(r.get("run_id")), r["seq"], str(r.get("hash")))
@@ -165,9 +177,27 @@ def check_run(reader: BundleReader, report: BundleReport, run_id: str, folder: s
     if not reader.has(f"{folder}/run.json"):
         report.bad(f"{folder}/run.json", None, "missing from the bundle")
     _closed_head(report, folder, run_id, rows.get("task_state_versions", []), run_heads)
+    _pruned(report, folder, tombstones, rows.get("audit_events", []))
     if lineage_rows is not None and (lineage_rows or version != 1):
         check_forked_from(report, f"{folder}/{fmt.LINEAGE}.jsonl", run_id, lineage, rows.get("audit_events", []))
     _load(report, folder, run_id, rows, source)
+
+
+def _pruned(report: BundleReport, folder: str, tombstones: list[int], audits: Rows) -> None:
+    """A pruned run's bundle verifies as `audit --verify` does: its tombstones (pruned bodies) must
+    be as many as its hash-chained `retention` (`prune`) audit events say were removed."""
+    audited = 0
+    for _line, row in audits:
+        event = row.get("event")
+        if row.get("kind") == "retention" and isinstance(event, dict) and event.get("action") == "prune":
+            pruned = event.get("pruned")
+            audited += int(pruned.get("transcript_entries", 0)) if isinstance(pruned, dict) else 0
+    if tombstones or audited:
+        report.checked["transcript_entries bodies pruned (tombstones)"] += len(tombstones)
+    if len(tombstones) != audited:
+        report.bad(f"{folder}/transcript_entries.jsonl", tombstones[0] if tombstones else None,
+                   f"{len(tombstones)} entries are tombstones (pruned bodies) but the audit records {audited} "
+                   "pruned: a body was removed outside `longrun prune`")
 
 
 def _closed_head(report: BundleReport, folder: str, run_id: str, versions: list[tuple[int, dict[str, Any]]],
