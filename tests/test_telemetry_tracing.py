@@ -17,11 +17,11 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import longrun.telemetry
+from longrun.client import decide
 from longrun.client.connection import connect_temporal
 from longrun.errors import ConfigError
 from longrun.models.blocks import Message, TextBlock, ToolUseBlock
 from longrun.models.spec import RunSpec
-from longrun.service import client as api
 from longrun.telemetry import Tracing, configure_tracing, spans, tracing_config
 from longrun.telemetry.tracing import current
 from tests.support.harness import running_worker
@@ -166,7 +166,7 @@ async def test_an_approval_span_names_the_approver_and_the_wait(store, temporal_
         async with running_worker(client, store, provider=PlanProvider(plan=GREETING_EDIT_PLAN)) as h:
             run_id = await h.start(RunSpec(objective="Fix the greeting.", workspace=str(ws), approvers=["alice"]))
             pending = (await h.wait_for(run_id, lambda s: s.status == "waiting_approval")).pending_approval
-            await api.approve(h.client, run_id, pending.approval_id, "alice")
+            await decide.approve(h.client, run_id, pending.approval_id, "alice")
             result = await h.result(run_id)
     finally:
         tracing.shutdown()
