@@ -82,7 +82,8 @@ async def home(p: Me) -> Response:
 
 
 def _card(store: Any, item: dict[str, Any]) -> dict[str, Any]:
-    """A pending approval with its whole arguments and, for file edits, the diff."""
+    """A pending approval with its whole arguments and, for file edits, the diff: a built-in's, or a
+    custom effect tool's that declares its path and content arguments."""
     try:
         view = approval_view(store, item["run_id"], item["approval_id"]).as_dict()
     except LongrunError as exc:
@@ -90,7 +91,7 @@ def _card(store: Any, item: dict[str, Any]) -> dict[str, Any]:
                 "runs_code": [], "canonical": ""}
     args = view.get("arguments") or {}
     editable = {k: args[k] for k in ("new", "content") if isinstance(args.get(k), str)} or args
-    return {**item, "view": view, "diff_lines": diff_lines(view.get("diff")), "shows_diff": item["tool"] in DIFF_TOOLS,
+    return {**item, "view": view, "diff_lines": diff_lines(view.get("diff")), "shows_diff": item["tool"] in DIFF_TOOLS or view.get("diff") is not None,
             "edit_example": json.dumps(editable, indent=1, ensure_ascii=False)}
 
 
