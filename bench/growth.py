@@ -80,6 +80,8 @@ async def _main(turns: int) -> Table:
     from temporalio.testing import WorkflowEnvironment
 
     from bench.orchestration import _start_temporal
+    from longrun.evidence.export import export_run
+    from longrun.evidence.verify import verify_bundle
     from longrun.models import utcnow
     from longrun.service.settings import Settings
     from longrun.service.worker import build_worker
@@ -103,6 +105,15 @@ async def _main(turns: int) -> Table:
                 async with worker:
                     run_id = await _run(env.client, store, turns, workspace, tq, box)
                 status = store.get_run(run_id).status
+                bundle = Path(tempfile.gettempdir()) / f"longrun-growth-{uuid.uuid4().hex[:8]}.zip"
+                t0 = time.perf_counter()
+                export_run(store, run_id, bundle, with_artifacts=True)
+                export_seconds = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                bundle_ok = verify_bundle(str(bundle)).ok
+                verify_seconds = time.perf_counter() - t0
+                bundle_bytes = bundle.stat().st_size
+                bundle.unlink()
                 before = _sizes(url)
                 t0 = time.perf_counter()
                 outcome = store.prune_run(run_id, utcnow() + timedelta(seconds=1), actor="bench")
@@ -114,7 +125,12 @@ async def _main(turns: int) -> Table:
                 await env.shutdown()
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
-    return _table(turns, status, empty, before, after, outcome, prune_seconds, verdict)
+    table = _table(turns, status, empty, before, after, outcome, prune_seconds, verdict)
+    table.notes.append(
+        f"export (`longrun export --with-artifacts`): {export_seconds:.2f} s, {bundle_bytes:,} bytes "
+        f"({export_seconds / turns * 1000:.2f} s per 1,000 turns); verify-bundle from the file: {verify_seconds:.2f} s "
+        f"({verify_seconds / turns * 1000:.2f} s per 1,000 turns), {'verified' if bundle_ok else 'FAILED'}")
+    return table
 
 
 def _table(turns: int, status: str, empty: dict[str, int], before: dict[str, int], after: dict[str, int],
@@ -136,7 +152,6 @@ def _table(turns: int, status: str, empty: dict[str, int], before: dict[str, int
         f"({prune_seconds / turns * 1000:.2f} s per 1,000 turns); after it, verify_chain: {verdict}",
         "bytes are on disk after VACUUM FULL of each table (indexes and TOAST included), less the empty schema's; "
         "what stays after prune is the proof: every row's hash, the state versions, the audit log, the tombstones",
-        "export and verify time per 1,000 turns: added when `longrun export` is merged",
     ]
     return table
 
