@@ -12,7 +12,9 @@
     longrun pause|resume|cancel RUN, longrun say RUN TEXT
     longrun compact-now RUN         compact the run's context after the current turn
     longrun audit RUN [--verify]    the full timeline from PostgreSQL, hash chains checked
-    longrun usage RUN               tokens per model request
+    longrun usage RUN               tokens and dollars per model request
+    longrun raise-budget RUN --by USD   answer a run that reached its --max-cost (signed)
+    longrun export RUN -o FILE      the run's record in one self-verifying file; verify-bundle FILE checks it
     longrun prune --older-than 90d  drop finished runs' bodies, keep their proofs (pin|unpin RUN)
     longrun runs [--tree]           list runs (forks and subagents under their parents)
     longrun fork RUN --at VERSION   a new run from RUN's state at a version (docs/OPERATIONS.md, Fork)
