@@ -49,6 +49,9 @@ class CallScope:
     tool_calls: dict[tuple[str, int, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     projections: dict[str, Projection | None] = field(default_factory=dict)
     """Filled only by a turn's first read: a compaction (its own activity) saves a new one."""
+    ledger_tokens: dict[str, int] = field(default_factory=dict)
+    """Filled only by a turn's first read: the run's answered tokens in the spend ledger (only
+    its model call adds to them, after the token cap is checked)."""
     audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
     """(run id, event, actor), in the order they happened."""
 
@@ -103,9 +106,9 @@ class ScopedAccess:
         return state
 
     def read_turn(self, run_id: str) -> TaskState:
-        """The head state, the calibration, the newest transcript entry and the newest projection,
-        in one read, kept in the call's scope for the steps of a turn that use them (outside a
-        scope: the head only)."""
+        """The head state, the calibration, the newest transcript entry, the newest projection and
+        the run's ledger tokens, in one read, kept in the call's scope for the steps of a turn that
+        use them (outside a scope: the head only)."""
         scope = self._slot.scope
         if scope is None:
             return self.head(run_id)
@@ -116,7 +119,17 @@ class ScopedAccess:
         scope.calibrations[run_id] = _calibration(read.calibration)
         scope.last[run_id] = None if read.last_entry is None else LastEntry(*read.last_entry)
         scope.projections[run_id] = read.projection
+        scope.ledger_tokens[run_id] = read.ledger_tokens
         return read.state
+
+    def ledger_tokens(self, run_id: str) -> int:
+        """The run's own answered tokens in the spend ledger: as the turn's first read found them,
+        else from the store."""
+        scope = self._slot.scope
+        if scope is not None and run_id in scope.ledger_tokens:
+            return scope.ledger_tokens[run_id]
+        spent = self.store.run_spend([run_id]).get(run_id)
+        return 0 if spent is None else spent.tokens
 
     def latest_projection(self, run_id: str) -> Projection | None:
         """The newest projection: as the turn's first read found it, else from the store."""
