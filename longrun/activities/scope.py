@@ -50,8 +50,9 @@ class CallScope:
     projections: dict[str, Projection | None] = field(default_factory=dict)
     """Filled only by a turn's first read: a compaction (its own activity) saves a new one."""
     ledger_tokens: dict[str, int] = field(default_factory=dict)
-    """Filled only by a turn's first read: the run's answered tokens in the spend ledger (only
-    its model call adds to them, after the token cap is checked)."""
+    """Filled only by a turn's first read: the answered tokens of the run and its subagents in the
+    spend ledger (nothing adds to them before the cap is checked: the turn's own model call comes
+    after, and its subagents run during its tool calls, not during the turn activity)."""
     audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
     """(run id, event, actor), in the order they happened."""
 
@@ -107,7 +108,7 @@ class ScopedAccess:
 
     def read_turn(self, run_id: str) -> TaskState:
         """The head state, the calibration, the newest transcript entry, the newest projection and
-        the run's ledger tokens, in one read, kept in the call's scope for the steps of a turn that
+        the ledger tokens of the run and its subagents, in one read, kept in the call's scope for the steps of a turn that
         use them (outside a scope: the head only)."""
         scope = self._slot.scope
         if scope is None:
@@ -123,13 +124,12 @@ class ScopedAccess:
         return read.state
 
     def ledger_tokens(self, run_id: str) -> int:
-        """The run's own answered tokens in the spend ledger: as the turn's first read found them,
-        else from the store."""
+        """The answered tokens of the run and its subagents in the spend ledger: as the turn's
+        first read found them, else from the store."""
         scope = self._slot.scope
         if scope is not None and run_id in scope.ledger_tokens:
             return scope.ledger_tokens[run_id]
-        spent = self.store.run_spend([run_id]).get(run_id)
-        return 0 if spent is None else spent.tokens
+        return self.store.load_turn_head(run_id).ledger_tokens
 
     def latest_projection(self, run_id: str) -> Projection | None:
         """The newest projection: as the turn's first read found it, else from the store."""

@@ -14,8 +14,8 @@ Rules:
 - sums are per run and per run family (`root_run_id`: a subagent spends its root's budget); a
   family with an answered request on an unpriced model has an *unknown* total, never a smaller one;
 - tokens are counted from the answered rows' usage (a request whose answer was lost has no usage:
-  it counts in dollars, at its input estimate, not in tokens). The token cap is per run, its own
-  rows only: a subagent has token caps of its own, and the family's shared limit is `--max-cost`.
+  it counts in dollars, at its input estimate, not in tokens). A run's token cap counts its own
+  rows and its subagents' (as its usage always has); a subagent's, its own and its subagents'.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ WHERE run_id = %(run_id)s::text AND turn = %(turn)s::integer AND overflow_retry 
 TOKENS_SUM = """coalesce(sum(((usage->>'input_tokens')::bigint + (usage->>'cache_creation_input_tokens')::bigint
         + (usage->>'cache_read_input_tokens')::bigint + (usage->>'output_tokens')::bigint)), 0)"""
 """Input (all kinds) + output tokens of the answered requests among the rows summed: what the
-token cap counts (`longrun.store.turn_reads` reads it for one run with the turn's head)."""
+token cap counts (`longrun.store.turn_reads` reads it for a run and its subagents with the turn's head)."""
 
 _SUMS = f"""coalesce(sum(cost_usd), 0) AS dollars, count(*) FILTER (WHERE status = 'answered') AS requests,
     count(*) FILTER (WHERE NOT priced AND status <> 'failed') AS unpriced,

@@ -1,6 +1,6 @@
 """The reads an activity starts from, each one statement: what a turn needs (the head state, the
-calibration, the newest transcript entry, the newest projection, the run's tokens in the spend
-ledger) and what a tool call needs (the head state and the transcript entry holding the call).
+calibration, the newest transcript entry, the newest projection, the tokens of the run and its
+subagents in the spend ledger) and what a tool call needs (the head state and the transcript entry holding the call).
 
 Each replaces two or three single-row reads of the same run (`load_state`, `get_calibration`,
 `last_transcript_entry`, `latest_projection`, `transcript(after_seq=seq - 1, through_seq=seq)`) by one, read in one
@@ -36,7 +36,9 @@ LEFT JOIN LATERAL (
     SELECT * FROM projections x WHERE x.run_id = r.run_id ORDER BY x.version DESC LIMIT 1
 ) p ON true
 LEFT JOIN LATERAL (
-    SELECT {TOKENS_SUM} AS ledger_tokens FROM model_requests m WHERE m.run_id = r.run_id
+    WITH RECURSIVE down(run_id) AS (
+        SELECT %(run_id)s::text UNION ALL SELECT c.run_id FROM runs c JOIN down d ON c.parent_run_id = d.run_id
+    ) SELECT {TOKENS_SUM} AS ledger_tokens FROM model_requests m WHERE m.run_id IN (SELECT run_id FROM down)
 ) s ON true
 WHERE t.run_id = %(run_id)s
 """
@@ -54,7 +56,8 @@ class TurnHead:
     """What `load_turn_head` read: the head state, the run's calibration data (a JSON object,
     empty until first set), the newest transcript entry as (seq, role, turn), None when the
     transcript is empty, the newest projection (None before the first compaction), and the
-    tokens of the run's own answered requests in the spend ledger (what its token cap counts)."""
+    tokens of the answered requests of the run and of its subagents (children, theirs, ...) in
+    the spend ledger: what its token cap counts."""
 
     state: TaskState
     calibration: dict[str, Any]
@@ -78,7 +81,7 @@ class TurnReadsMixin(StateMixin):
 
     def load_turn_head(self, run_id: str) -> TurnHead:
         """The head state, the calibration, the newest transcript entry, the newest projection and
-        the run's tokens in the spend ledger, in one statement (what an agent's turn reads before it commits, reconciles and calls the
+        the tokens of the run and its subagents in the spend ledger, in one statement (what an agent's turn reads before it commits, reconciles and calls the
         model).
 
         Raises:
