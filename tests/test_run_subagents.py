@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from longrun.context.state_block import parse_state_block
 from longrun.context.tokens import estimate_request, estimate_text
@@ -15,6 +17,7 @@ from longrun.errors import FatalProviderError
 from longrun.models.blocks import TextBlock, ToolUseBlock
 from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse, Usage
 from longrun.models.spec import RunCaps, RunSpec
+from longrun.workflows.agent_run import AgentRunWorkflow
 from tests.support.harness import running_worker
 
 pytestmark = pytest.mark.slow
@@ -152,11 +155,14 @@ async def test_a_childs_tokens_count_in_its_parents_token_cap(store, temporal_cl
     async with running_worker(temporal_client, store, provider=provider) as h:
         run_id = await h.start(spec(ws, caps=RunCaps(max_tokens=2_500), subagent_caps=RunCaps(max_turns=3)))
         result = await h.result(run_id)
+        history = await h.client.get_workflow_handle(run_id).fetch_history()
     (child,) = store.list_runs(parent_run_id=run_id)
     assert child.status == "failed" and "turn cap" in child.reason
     assert store.run_spend([child.run_id])[child.run_id].tokens == 6_000
     assert result.status == "failed" and result.reason == "token cap reached (7000 of 2500 tokens)", result.reason
     assert len(provider.parent_requests) == 1, "the parent's turn 2 never called the model"
+    assert result.turns == 1, "the turn the cap stopped did not happen"
+    await Replayer(workflows=[AgentRunWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 
 
 async def test_a_child_cannot_cause_effects_or_start_a_grandchild(store, temporal_client, tmp_path):

@@ -64,10 +64,9 @@ WHERE run_id = %(run_id)s::text AND turn = %(turn)s::integer AND overflow_retry 
   AND status = 'sent'
 """
 
-TOKENS_SUM = """coalesce(sum(((usage->>'input_tokens')::bigint + (usage->>'cache_creation_input_tokens')::bigint
-        + (usage->>'cache_read_input_tokens')::bigint + (usage->>'output_tokens')::bigint)), 0)"""
-"""Input (all kinds) + output tokens of the answered requests among the rows summed: what the
-token cap counts (`longrun.store.turn_reads` reads it for a run and its subagents with the turn's head)."""
+TOKENS_SUM = "coalesce(sum(tokens), 0)"
+"""Input (all kinds) + output tokens of the answered requests among the rows summed (`tokens`,
+generated from `usage`, migration 0015): what the token cap counts (`longrun.store.turn_reads` reads it for a run and its subagents with the turn's head)."""
 
 _SUMS = f"""coalesce(sum(cost_usd), 0) AS dollars, count(*) FILTER (WHERE status = 'answered') AS requests,
     count(*) FILTER (WHERE NOT priced AND status <> 'failed') AS unpriced,
