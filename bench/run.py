@@ -25,7 +25,7 @@ from bench.report import Section, machine, progress
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ("synthetic", "real_sessions", "store", "orchestration", "orchestration_metrics", "long", "retention",
-         "retention_ablation", "conformance", "redaction", "redaction_eval", "console", "extraction", "growth")
+         "retention_ablation", "conformance", "redaction", "redaction_eval", "console", "extraction", "growth", "turn_read")
 
 
 MODULES = {
@@ -33,7 +33,7 @@ MODULES = {
     "orchestration": "bench.orchestration", "orchestration_metrics": "bench.orchestration_metrics", "long": "bench.long_run", "retention": "bench.retention.run",
     "retention_ablation": "bench.retention.ablation", "conformance": "bench.conformance", "redaction": "bench.redaction",
     "redaction_eval": "bench.redaction_eval", "console": "bench.console_load",
-    "extraction": "bench.extraction", "growth": "bench.growth",
+    "extraction": "bench.extraction", "growth": "bench.growth", "turn_read": "bench.turn_read",
 }
 """Each benchmark's module (its `run() -> Section`), imported only when it runs: some need
 extras (the peer's SDK) that the others do not."""

@@ -6,6 +6,7 @@ Temporal dev server and Postgres, and a registered provider that carries its pri
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,15 +20,19 @@ from longrun.client.decide import approve
 from longrun.errors import ApprovalError
 from longrun.models.audit import ApprovalRefused, BudgetDecided, BudgetRequested, BudgetWarning, ModelCalled
 from longrun.models.io import BudgetInput
+from longrun.models.provider import Usage
 from longrun.models.signed import BudgetRecord, Proof
 from longrun.models.spec import RunCaps, RunSpec
 from longrun.providers import ModelProvider, ProviderConfig
 from longrun.providers.prices import Price, format_dollars
 from longrun.service.settings import Settings
 from longrun.service.worker import build_worker
+from longrun.webhooks import verify_signature
 from longrun.workflows.agent_run import AgentRunWorkflow
 from tests.support.harness import Harness
+from tests.support.notify_workflow import FastNotifyWorkflow
 from tests.support.policy import PlanProvider
+from tests.support.webhook_receiver import WebhookReceiver, always
 from tests.test_run_subagents import FILES, FamilyProvider
 
 pytestmark = pytest.mark.slow
@@ -231,3 +236,53 @@ async def test_usage_runs_and_status_show_dollars(store, temporal_client, ws, db
     assert format_dollars(sum(costs)) in capsys.readouterr().out
     assert await asyncio.to_thread(main, ["status", run_id]) == 0
     assert f"spend: {format_dollars(sum(costs))} of a budget of $500.00" in capsys.readouterr().out
+
+
+class TenthOfADollar(PlanProvider):
+    """The plan, each request 1,000 input tokens: $0.10 at `PRICE`, so the spend before each call
+    is known to the cent ($0.00, $0.10, $0.20, ...)."""
+
+    def complete(self, request: Any) -> Any:
+        return super().complete(request).model_copy(update={"usage": Usage(input_tokens=1_000)})
+
+
+@pytest.mark.timeout(180)
+async def test_the_budget_webhooks_are_delivered_warning_then_request(store, temporal_client, ws, monkeypatch):
+    """A run with `--max-cost 0.24` and a webhook: before turn 3 it has spent $0.20 (80% is
+    $0.192: the warning), before turn 4 $0.30 (the budget: a `budget` request). The receiver gets
+    both, in that order, signed, with the run id, what was spent and the limit, and no secret."""
+    secret, token = "whsec-" + secrets.token_hex(16), secrets.token_urlsafe(18)
+    canary = "sk-ant-api03-" + secrets.token_urlsafe(36)
+    plan = [[("read_file", {"path": "hello.txt"})]] * 6
+    providers = {"priced": ModelProvider(factory=lambda c: TenthOfADollar(plan=plan, name=c.name, info=c.info),
+                                         models={"v1": (200_000, 8_192)}, prices={"v1": PRICE})}
+    with WebhookReceiver(always(200)) as rx:
+        monkeypatch.setenv("LONGRUN_WEBHOOK_OPS_URL", rx.url(f"/hooks/{token}"))
+        monkeypatch.setenv("LONGRUN_WEBHOOK_OPS_SECRET", secret)
+        queue = f"tq-{uuid.uuid4().hex[:10]}"
+        w = build_worker(temporal_client, store, settings=Settings.from_env(), providers=providers, task_queue=queue,
+                         heartbeat_every=0.5, workflows=(FastNotifyWorkflow,))
+        async with w:
+            h = Harness(temporal_client, store, queue)
+            run_id = await h.start(spec(ws, max_cost=0.24, webhooks=["ops"]).model_copy(
+                update={"objective": f"Read hello.txt until told to stop; the key {canary} is not yours."}))
+            status = await waiting_for_budget(h, run_id)
+            await decide_budget(temporal_client, run_id, "alice", reject=True, store=store)
+            result = await h.result(run_id)
+    assert result.status == "cancelled", result.reason
+    assert store.family_spend(run_id).requests == 3, "turns 1-3 called the model; turn 4 asked for a raise"
+
+    got = [r for r in rx.requests if r.event in ("budget_warning", "budget_requested")]
+    assert [(r.event, r.status) for r in got] == [("budget_warning", 200), ("budget_requested", 200)]
+    warning, request = (r.json for r in got)
+    assert (warning["run_id"], warning["spent_usd"], warning["limit_usd"]) == (run_id, pytest.approx(0.2), 0.24)
+    assert "has spent 80% of its budget ($0.2000 of $0.24)" in warning["text"]
+    assert (request["run_id"], request["spent_usd"], request["limit_usd"]) == (run_id, pytest.approx(0.3), 0.24)
+    assert request["approval_id"] == status.pending_approval.approval_id
+    assert request["command"] == f"longrun raise-budget {run_id} --by USD --as alice" and request["command"] in request["text"]
+    assert "reached its budget ($0.3000 of $0.24)" in request["text"]
+    for r in got:
+        assert verify_signature(r.body, r.headers["X-Longrun-Signature"], secret)
+        assert secret.encode() not in r.body and token.encode() not in r.body and canary.encode() not in r.body
+    delivered = [r.event.event for r in store.audit(run_id) if r.kind == "notification_delivered"]
+    assert delivered.count("budget_warning") == 1 and delivered.count("budget_requested") == 1

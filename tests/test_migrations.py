@@ -44,7 +44,7 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert current_revision(url) is None
 
     migrate(url)
-    assert current_revision(url) == head_revision() == "0014"
+    assert current_revision(url) == head_revision() == "0015"
     assert _tables(url) == TABLES
     triggers = _scalar_list(url, "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname")
     assert triggers == sorted([*(f"{t}_{kind}" for t in ("audit_events", "budget_raises", "call_edits", "closed_items", "console_keys", "facts",

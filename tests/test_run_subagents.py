@@ -1,13 +1,15 @@
 """Subagents: `task` calls start child runs with a clean context and read-only tools, in
 parallel; their short findings come back as tool results; a failing child returns a string and
 its siblings finish; children cannot cause effects or start grandchildren; their usage counts in
-the parent's; their transcripts are kept, nested under the parent, and verify."""
+the parent's, and in its token cap (from the spend ledger); their transcripts are kept, nested under the parent, and verify."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from longrun.context.state_block import parse_state_block
 from longrun.context.tokens import estimate_request, estimate_text
@@ -15,6 +17,7 @@ from longrun.errors import FatalProviderError
 from longrun.models.blocks import TextBlock, ToolUseBlock
 from longrun.models.provider import ModelInfo, ModelRequest, ModelResponse, Usage
 from longrun.models.spec import RunCaps, RunSpec
+from longrun.workflows.agent_run import AgentRunWorkflow
 from tests.support.harness import running_worker
 
 pytestmark = pytest.mark.slow
@@ -131,6 +134,35 @@ async def test_failing_children_return_a_string_and_siblings_finish(store, tempo
     assert texts[1].startswith("worker failed:") and "turn cap" in texts[1]
     assert texts[2].startswith("FINDINGS:")
     assert sorted(c.status for c in store.list_runs(parent_run_id=run_id)) == ["completed", "failed", "failed"]
+
+
+@dataclass
+class CountedFamily(FamilyProvider):
+    """The family, with round usage: 1,000 tokens a parent request, 2,000 a child's."""
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        last = request.messages[-1]
+        state = parse_state_block(last.text() if last.role == "user" else "") or {}
+        tokens = 2_000 if state.get("objective", "").startswith("Subagent brief:") else 1_000
+        return super().complete(request).model_copy(update={"usage": Usage(input_tokens=tokens)})
+
+
+async def test_a_childs_tokens_count_in_its_parents_token_cap(store, temporal_client, tmp_path):
+    """The parent's own turn 1 is 1,000 tokens of its 2,500; its child loops to its turn cap (3
+    requests, 6,000 tokens). Counted in the ledger, the parent stops before its turn 2 call."""
+    ws = workspace(tmp_path)
+    provider = CountedFamily(briefs=["loop over mod0.py"])
+    async with running_worker(temporal_client, store, provider=provider) as h:
+        run_id = await h.start(spec(ws, caps=RunCaps(max_tokens=2_500), subagent_caps=RunCaps(max_turns=3)))
+        result = await h.result(run_id)
+        history = await h.client.get_workflow_handle(run_id).fetch_history()
+    (child,) = store.list_runs(parent_run_id=run_id)
+    assert child.status == "failed" and "turn cap" in child.reason
+    assert store.run_spend([child.run_id])[child.run_id].tokens == 6_000
+    assert result.status == "failed" and result.reason == "token cap reached (7000 of 2500 tokens)", result.reason
+    assert len(provider.parent_requests) == 1, "the parent's turn 2 never called the model"
+    assert result.turns == 1, "the turn the cap stopped did not happen"
+    await Replayer(workflows=[AgentRunWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 
 
 async def test_a_child_cannot_cause_effects_or_start_a_grandchild(store, temporal_client, tmp_path):

@@ -1,8 +1,12 @@
-"""Budgets that hold: the family's spend against its budget before every model call, and the
-signed answer to a budget request.
+"""Budgets that hold: the run's tokens against its token cap and the family's spend against its
+budget before every model call, and the signed answer to a budget request.
 
-The check reads the ledger in PostgreSQL (`longrun.store.spend`), never a counter in workflow
-memory: a crash, a retry or a subagent on another worker cannot make it forget a request. The
+The checks read the ledger in PostgreSQL (`longrun.store.spend`), never a counter in workflow
+memory: a crash, a retry or a subagent on another worker cannot make them forget a request (an
+answer replayed after a crash, which the workflow never counts, is in the ledger once). The
+tokens come with the turn's first read (`ScopedAccess.ledger_tokens`): no statement of their own.
+A run's token cap counts its subagents' tokens (the moment they are answered, not when the child
+ends); its dollars count against the family's budget, the root's `--max-cost`. The
 budget is the root run's `--max-cost` plus every signed raise of the family; a subagent spends
 its root's budget, so its spend can stop its parent.
 
@@ -35,6 +39,14 @@ def budget_request_id(run_id: str, turn: int, limit_usd: float) -> str:
 
 
 class SpendChecks(ActivityBase):
+    def token_cap(self, run_id: str) -> str:
+        """Why the run may not call its model again (its token cap is reached), from the ledger;
+        "" while it may. Its subagents' tokens count in it, as they always counted in its usage
+        (README, Subagents); a subagent's cap counts its own (and its subagents')."""
+        cap = self.spec(run_id).caps.max_tokens
+        used = self.ledger_tokens(run_id)
+        return f"token cap reached ({used} of {cap} tokens)" if used >= cap else ""
+
     def budget_check(self, run_id: str, turn: int) -> BudgetCheck | None:
         """The family's spend against its budget (None: the run has no `--max-cost`)."""
         if self.spec(run_id).caps.max_cost is None:

@@ -8,7 +8,8 @@ same order, with the same idempotency, so a retried attempt resumes where the la
 
 - `turn`: commit the previous turn's results (and stop there when compaction must run first:
   compaction stays after the commit and before the next request), reconcile the ledger (stop
-  when an effect is undecidable), then the model call.
+  when an effect is undecidable), the token cap and the budget from the spend ledger (stop when
+  either is reached), then the model call.
 - `tool_step`: the gate; when it allows the call without a human, the effect's intent on the
   version it checked, and the run. A moved head goes back through the gate. A retry after the
   intent was written skips straight to the run, whose reconcile decides whether the effect
@@ -60,8 +61,12 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities, SpendCheck
             return TurnResult(
                 outcome="undecidable", state=reconciled.state, commit=commit, undecidable=reconciled.undecidable
             )
+        answered = self.answered(inp.run_id, inp.turn)
+        capped = "" if answered else self.token_cap(inp.run_id)
+        if capped:
+            return TurnResult(outcome="cap", state=reconciled.state, commit=commit, cap=capped)
         budget = self.budget_check(inp.run_id, inp.turn)
-        if budget is not None and (budget.reached or budget.refusal) and not self.answered(inp.run_id, inp.turn):
+        if budget is not None and (budget.reached or budget.refusal) and not answered:
             return TurnResult(outcome="budget", state=reconciled.state, commit=commit, budget=budget)
         model = self.model_call(
             ModelCallInput(
@@ -72,8 +77,8 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities, SpendCheck
         return TurnResult(outcome="called", state=reconciled.state, commit=commit, model=model, budget=budget)
 
     def answered(self, run_id: str, turn: int) -> bool:
-        """This turn's model call already answered (a retry after a crash): the budget was held
-        before it was sent, and its answer is replayed rather than asked for again."""
+        """This turn's model call already answered (a retry after a crash): the token cap and the
+        budget were held before it was sent, and its answer is replayed rather than asked for again."""
         last = self.last_entry(run_id)
         return last is not None and last.role == "assistant" and last.turn == turn
 

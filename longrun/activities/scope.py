@@ -49,6 +49,10 @@ class CallScope:
     tool_calls: dict[tuple[str, int, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     projections: dict[str, Projection | None] = field(default_factory=dict)
     """Filled only by a turn's first read: a compaction (its own activity) saves a new one."""
+    ledger_tokens: dict[str, int] = field(default_factory=dict)
+    """Filled only by a turn's first read: the answered tokens of the run and its subagents in the
+    spend ledger (nothing adds to them before the cap is checked: the turn's own model call comes
+    after, and its subagents run during its tool calls, not during the turn activity)."""
     audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
     """(run id, event, actor), in the order they happened."""
 
@@ -103,9 +107,9 @@ class ScopedAccess:
         return state
 
     def read_turn(self, run_id: str) -> TaskState:
-        """The head state, the calibration, the newest transcript entry and the newest projection,
-        in one read, kept in the call's scope for the steps of a turn that use them (outside a
-        scope: the head only)."""
+        """The head state, the calibration, the newest transcript entry, the newest projection and
+        the ledger tokens of the run and its subagents, in one read, kept in the call's scope for the steps of a turn that
+        use them (outside a scope: the head only)."""
         scope = self._slot.scope
         if scope is None:
             return self.head(run_id)
@@ -116,7 +120,16 @@ class ScopedAccess:
         scope.calibrations[run_id] = _calibration(read.calibration)
         scope.last[run_id] = None if read.last_entry is None else LastEntry(*read.last_entry)
         scope.projections[run_id] = read.projection
+        scope.ledger_tokens[run_id] = read.ledger_tokens
         return read.state
+
+    def ledger_tokens(self, run_id: str) -> int:
+        """The answered tokens of the run and its subagents in the spend ledger: as the turn's
+        first read found them, else from the store."""
+        scope = self._slot.scope
+        if scope is not None and run_id in scope.ledger_tokens:
+            return scope.ledger_tokens[run_id]
+        return self.store.load_turn_head(run_id).ledger_tokens
 
     def latest_projection(self, run_id: str) -> Projection | None:
         """The newest projection: as the turn's first read found it, else from the store."""

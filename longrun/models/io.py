@@ -444,15 +444,18 @@ class TurnInput(_IO):
 
 class TurnResult(_IO):
     """`called`: the model answered (`model`). `compact`: the commit says compaction fires first
-    (the model was not called). `undecidable`: an effect nobody can decide; the run asks a human."""
+    (the model was not called). `undecidable`: an effect nobody can decide; the run asks a human.
+    `budget`: the family's budget is reached (`budget`). `cap`: the run's token cap is reached,
+    counted in the spend ledger (`cap` says so); the run ends failed. Neither called the model."""
 
-    outcome: Literal["called", "compact", "undecidable", "budget"]
+    outcome: Literal["called", "compact", "undecidable", "budget", "cap"]
     state: StateBrief
     commit: CommitTurnResult | None = None
     trigger: Trigger | None = None
     undecidable: list[str] = Field(default_factory=list)
     model: ModelCallResult | None = None
     budget: BudgetCheck | None = Field(default=None, description="the family's spend against its budget, when it has one")
+    cap: str = Field(default="", description="why the run may not call its model again (outcome `cap`)")
 
 
 class BudgetCheck(_IO):

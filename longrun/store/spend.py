@@ -12,7 +12,10 @@ Rules:
   its transcript seq already on a row and changes nothing;
 - a request the provider refused (an error, an overflow) is `failed`, at no cost;
 - sums are per run and per run family (`root_run_id`: a subagent spends its root's budget); a
-  family with an answered request on an unpriced model has an *unknown* total, never a smaller one.
+  family with an answered request on an unpriced model has an *unknown* total, never a smaller one;
+- tokens are counted from the answered rows' usage (a request whose answer was lost has no usage:
+  it counts in dollars, at its input estimate, not in tokens). A run's token cap counts its own
+  rows and its subagents' (as its usage always has); a subagent's, its own and its subagents'.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from longrun.models.provider import Usage
 from longrun.store.core import StoreCore, fetch, fetch_one
 from longrun.store.tables_spend import BudgetRaiseRow, ModelRequestRow
 
-__all__ = ["BudgetRaiseRow", "ModelRequestRow", "RequestCost", "Spend", "SpendMixin"]
+__all__ = ["TOKENS_SUM", "BudgetRaiseRow", "ModelRequestRow", "RequestCost", "Spend", "SpendMixin"]
 
 _ROOT = """(WITH RECURSIVE up(run_id, parent_run_id) AS (
     SELECT run_id, parent_run_id FROM runs WHERE run_id = %(run_id)s::text
@@ -61,11 +64,14 @@ WHERE run_id = %(run_id)s::text AND turn = %(turn)s::integer AND overflow_retry 
   AND status = 'sent'
 """
 
-_SUMS = """coalesce(sum(cost_usd), 0) AS dollars, count(*) FILTER (WHERE status = 'answered') AS requests,
+TOKENS_SUM = "coalesce(sum(tokens), 0)"
+"""Input (all kinds) + output tokens of the answered requests among the rows summed (`tokens`,
+generated from `usage`, migration 0015): what the token cap counts (`longrun.store.turn_reads` reads it for a run and its subagents with the turn's head)."""
+
+_SUMS = f"""coalesce(sum(cost_usd), 0) AS dollars, count(*) FILTER (WHERE status = 'answered') AS requests,
     count(*) FILTER (WHERE NOT priced AND status <> 'failed') AS unpriced,
     count(*) FILTER (WHERE status = 'sent') AS unsettled,
-    coalesce(sum(((usage->>'input_tokens')::bigint + (usage->>'cache_creation_input_tokens')::bigint
-        + (usage->>'cache_read_input_tokens')::bigint + (usage->>'output_tokens')::bigint)), 0) AS tokens"""
+    {TOKENS_SUM} AS tokens"""
 
 _FAMILY_SQL = f"""
 SELECT coalesce({_ROOT}, %(run_id)s::text) AS root_run_id, {_SUMS},

@@ -1,6 +1,6 @@
 """The reads an activity starts from, each one statement: what a turn needs (the head state, the
-calibration, the newest transcript entry, the newest projection) and what a tool call needs (the head state and the
-transcript entry holding the call).
+calibration, the newest transcript entry, the newest projection, the tokens of the run and its
+subagents in the spend ledger) and what a tool call needs (the head state and the transcript entry holding the call).
 
 Each replaces two or three single-row reads of the same run (`load_state`, `get_calibration`,
 `last_transcript_entry`, `latest_projection`, `transcript(after_seq=seq - 1, through_seq=seq)`) by one, read in one
@@ -19,13 +19,14 @@ from longrun.models import Projection, TaskState
 from longrun.store.artifacts import ArtifactsMixin
 from longrun.store.core import fetch_one
 from longrun.store.records import TranscriptRecord
+from longrun.store.spend import TOKENS_SUM
 from longrun.store.state import StateMixin
 from longrun.store.transcript import VISIBLE_ENTRIES, TranscriptMixin
 
 _HEAD = "t.state, t.state_version, r.state_head, r.transcript_count AS t_count, r.transcript_head AS t_head"
 
 _TURN_SQL = VISIBLE_ENTRIES + f"""
-SELECT {_HEAD}, r.calibration, e.seq, e.role, e.turn,
+SELECT {_HEAD}, r.calibration, e.seq, e.role, e.turn, s.ledger_tokens,
        p.version, p.base_state_version, p.covers_through_seq, p.content, p.report
 FROM task_states t JOIN runs r ON r.run_id = t.run_id
 LEFT JOIN LATERAL (
@@ -34,6 +35,11 @@ LEFT JOIN LATERAL (
 LEFT JOIN LATERAL (
     SELECT * FROM projections x WHERE x.run_id = r.run_id ORDER BY x.version DESC LIMIT 1
 ) p ON true
+LEFT JOIN LATERAL (
+    WITH RECURSIVE down(run_id) AS (
+        SELECT %(run_id)s::text UNION ALL SELECT c.run_id FROM runs c JOIN down d ON c.parent_run_id = d.run_id
+    ) SELECT {TOKENS_SUM} AS ledger_tokens FROM model_requests m WHERE m.run_id IN (SELECT run_id FROM down)
+) s ON true
 WHERE t.run_id = %(run_id)s
 """
 
@@ -49,12 +55,15 @@ WHERE t.run_id = %(run_id)s
 class TurnHead:
     """What `load_turn_head` read: the head state, the run's calibration data (a JSON object,
     empty until first set), the newest transcript entry as (seq, role, turn), None when the
-    transcript is empty, and the newest projection (None before the first compaction)."""
+    transcript is empty, the newest projection (None before the first compaction), and the
+    tokens of the answered requests of the run and of its subagents (children, theirs, ...) in
+    the spend ledger: what its token cap counts."""
 
     state: TaskState
     calibration: dict[str, Any]
     last_entry: tuple[int, str, int | None] | None
     projection: Projection | None
+    ledger_tokens: int = 0
 
 
 class TurnReadsMixin(StateMixin):
@@ -71,8 +80,8 @@ class TurnReadsMixin(StateMixin):
         return row, state
 
     def load_turn_head(self, run_id: str) -> TurnHead:
-        """The head state, the calibration, the newest transcript entry and the newest projection,
-        in one statement (what an agent's turn reads before it commits, reconciles and calls the
+        """The head state, the calibration, the newest transcript entry, the newest projection and
+        the tokens of the run and its subagents in the spend ledger, in one statement (what an agent's turn reads before it commits, reconciles and calls the
         model).
 
         Raises:
@@ -83,7 +92,7 @@ class TurnReadsMixin(StateMixin):
             row, state = self._head_row(c, _TURN_SQL, {"run_id": run_id})
             last = None if row.seq is None else (row.seq, row.role, row.turn)
             projection = None if row.version is None else ArtifactsMixin._projection(run_id, row)
-            return TurnHead(state, dict(row.calibration or {}), last, projection)
+            return TurnHead(state, dict(row.calibration or {}), last, projection, int(row.ledger_tokens))
 
         return self._autocommit("load_turn_head", read)
 

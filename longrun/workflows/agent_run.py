@@ -56,11 +56,14 @@ FUSED_TURN_PATCH = "fused-turn"
 """Two activities per plain turn (`turn`, `tool_step`) instead of five; see activities/fused.py."""
 CHANGE_SET_PATCH = "git-change-sets"
 """A run on a git workspace works on its own branch in a worktree (longrun.workspace)."""
+LEDGER_TOKEN_CAP_PATCH = "ledger-token-cap"
+"""The token cap is checked by the turn activity from the spend ledger (outcome `cap`), no longer
+from `cursor.usage`, which misses an answer replayed after a crash."""
 MAX_OVERFLOW_RETRIES = 3
 
 __all__ = [
-    "CHANGE_SET_PATCH", "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "STAGE_BOUNDARY_PATCH", "WORKFLOW_NAME",
-    "AgentRunWorkflow",
+    "CHANGE_SET_PATCH", "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "LEDGER_TOKEN_CAP_PATCH",
+    "STAGE_BOUNDARY_PATCH", "WORKFLOW_NAME", "AgentRunWorkflow",
 ]
 
 
@@ -164,17 +167,21 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMix
             return
 
     def _check_caps(self) -> None:
+        """The caps counted here. The token cap is the turn activity's, from the spend ledger
+        (outcome `cap`); histories recorded before `LEDGER_TOKEN_CAP_PATCH`, and the stepwise
+        shape, count it here from the usage the model calls returned."""
         caps = self.spec.caps if self.spec else None
         if caps is None:
             return
         c = self.cursor
+        in_memory = not (self.fused and workflow.patched(LEDGER_TOKEN_CAP_PATCH))
         used = c.usage.total_input + c.usage.output_tokens
         elapsed = (workflow.now() - c.started_at).total_seconds() if c.started_at else 0
         for hit, what in (
             (c.turn >= caps.max_turns, f"turn cap reached ({caps.max_turns} turns)"),
             (c.model_calls >= caps.max_model_calls, f"model-call cap reached ({caps.max_model_calls} calls)"),
             (c.tool_calls >= caps.max_tool_calls, f"tool-call cap reached ({caps.max_tool_calls} calls)"),
-            (used >= caps.max_tokens, f"token cap reached ({used} of {caps.max_tokens} tokens)"),
+            (in_memory and used >= caps.max_tokens, f"token cap reached ({used} of {caps.max_tokens} tokens)"),
             (elapsed >= caps.max_wall_seconds, f"wall-time cap reached ({caps.max_wall_seconds} s)"),
         ):
             if hit:
@@ -194,6 +201,11 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMix
             assert result.budget is not None
             await self._budget_stop(result.budget)
             return
+        if result.outcome == "cap":
+            # no model call: the turn did not happen, as when a cap stops the run at the boundary
+            self.cursor.turn -= 1
+            self.turns_this_generation -= 1
+            raise Stop(RunStatus.failed, result.cap)
         assert result.model is not None
         model = result.model
         if result.budget is not None:
