@@ -117,8 +117,9 @@ async def _activities_per_turn(client: Any, workflow_id: str, turns: int) -> tup
 
 
 async def _agent_runs(client: Any, store: Any, provider: InstantProvider, n: int, turns: int, workspace: Path,
-                      task_queue: str, workflow_name: str) -> dict[str, Any]:
-    """`n` concurrent longrun runs of the workflow registered as `workflow_name`."""
+                      task_queue: str, workflow_name: str, *, history: bool = True) -> dict[str, Any]:
+    """`n` concurrent longrun runs of the workflow registered as `workflow_name`. `history=False`
+    skips reading the runs' histories afterwards (bench/overhead.py times this call's CPU)."""
     from longrun.context.opening import opening_message
     from longrun.context.tokens import estimate_message
     from longrun.models.io import AgentRunInput, AgentRunResult
@@ -143,6 +144,8 @@ async def _agent_runs(client: Any, store: Any, provider: InstantProvider, n: int
         turns_done += max(0, len(calls) - 1)
         for (a, model_time), (b, _) in itertools.pairwise(calls):
             overheads.append(b - a - model_time)
+    if not history:
+        return {"ids": ids, "wall": wall, "failed": failed, "overheads": overheads, "turns": turns_done}
     events = [await _history_events(client, r) for r in ids[: min(n, 10)]]
     scheduled, _ = await _activities_per_turn(client, ids[0], turns)
     return {"ids": ids, "wall": wall, "failed": failed, "overheads": overheads, "turns": turns_done, "events": events,
