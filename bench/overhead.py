@@ -10,7 +10,7 @@ one instant read tool per turn, so a turn's time is all orchestration) in four s
   worker, longrun's model and tool spans; every span is exported to a receiver that decodes it;
 - metrics: what `longrun worker --metrics-port` does (`serve_worker_metrics`: the worker's
   registry served over HTTP, the client on a Temporal runtime that serves the SDK's metrics on the
-  next port), both endpoints scraped every second while the runs go;
+  next port), both endpoints scraped once every 10 model calls while the runs go;
 - both.
 
 Each setting runs N runs of a few turns on a worker built for it, in interleaved blocks whose order
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import statistics
@@ -51,9 +52,13 @@ SETTINGS = ("off", "tracing", "metrics", "both")
 N, TURNS, BLOCKS, WARMUP_TURNS = 10, 10, 6, 2
 GOAL = 0.05
 """Issue 28: tracing and metrics may add at most 5% to the per-turn p50 at N = 10."""
-SCRAPE_EVERY = 1.0
-"""Seconds between scrapes of each endpoint while a round with metrics runs (Prometheus's usual
-interval is 15 s or more, so this overstates the scrapes' share)."""
+SCRAPE_EVERY = 10
+"""Model calls between scrapes of both endpoints while a round with metrics runs. By the work, not
+the clock: on a loaded machine a turn takes many times longer, and scrapes by the clock would then
+fall many times as often on each turn. Once every 10 turns is far more often than Prometheus's
+usual 15 s asks of a worker, so this overstates the scrapes' share."""
+POLL = 0.05
+"""Seconds between looks at the model calls made, in every round alike."""
 
 
 def schedule(blocks: int) -> list[tuple[str, ...]]:
@@ -104,10 +109,13 @@ class Sidecar:
             raise RuntimeError(f"bench sidecar: {answer['error']}")
         return answer
 
-    def ask(self, command: str) -> dict[str, Any]:
+    def tell(self, command: str) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
+
+    def ask(self, command: str) -> dict[str, Any]:
+        self.tell(command)
         return self._answer()
 
     def close(self) -> None:
@@ -126,7 +134,6 @@ class Stack:
     workspace: Path
     clients: dict[str, Any]
     metrics: Any
-    scrape_urls: list[str]
     sidecar: Sidecar
     seen: dict[str, int] = field(default_factory=lambda: {"spans": 0, "scrapes": 0})
 
@@ -163,23 +170,49 @@ async def _round(stack: Stack, setting: str, n: int, turns: int) -> Round:
                               provider_for=lambda _m: stack.provider, task_queue=queue, heartbeat_every=2.0,
                               metrics=stack.metrics if metrics_on else None)
         async with worker:
-            if metrics_on:
-                stack.sidecar.ask(f"scrape {SCRAPE_EVERY} {' '.join(stack.scrape_urls)}")
+            done = asyncio.Event()
             cpu0 = time.process_time()
-            got = await _agent_runs(client, stack.store, stack.provider, n, turns, stack.workspace, queue,
-                                    WORKFLOW_NAME, history=False)
+            scraping = asyncio.create_task(_scrape_by_calls(stack, metrics_on, done))
+            try:
+                got = await _agent_runs(client, stack.store, stack.provider, n, turns, stack.workspace, queue,
+                                        WORKFLOW_NAME, history=False)
+            finally:
+                done.set()
+                await scraping
+            stack.sidecar.ask("drain")  # the scrapes asked for are served within the window
             if tracing is not None:
                 tracing.flush()
             cpu = time.process_time() - cpu0
-            if metrics_on:
-                stack.sidecar.ask("stop")
-        worker.config()["activity_executor"].shutdown(wait=False)
+        executor = worker.config().get("activity_executor")
+        if executor is not None:  # a worker per round: do not keep every round's idle threads
+            executor.shutdown(wait=False)
     finally:
         if tracing is not None:
             tracing.shutdown()
     spans, scrapes = stack.exported()
     calls = sum(len(stack.provider.starts.get(r, [])) for r in got["ids"])
     return Round(setting, got["overheads"], cpu, calls, n, len(got["failed"]), spans, scrapes)
+
+
+async def _scrape_by_calls(stack: Stack, metrics_on: bool, done: asyncio.Event) -> None:
+    """Until `done`: with metrics on, a scrape of both endpoints each SCRAPE_EVERY model calls.
+    Every round looks at the calls alike, so the looking costs every setting the same."""
+    def calls() -> int:
+        with stack.provider.lock:
+            return sum(len(v) for v in stack.provider.starts.values())
+
+    last = calls()
+    while True:
+        finished = done.is_set()
+        now = calls()
+        while now - last >= SCRAPE_EVERY:
+            last += SCRAPE_EVERY
+            if metrics_on:
+                stack.sidecar.tell("tick")
+        if finished:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), POLL)
 
 
 def _serve_metrics() -> tuple[Any, Any, int]:
@@ -226,8 +259,8 @@ async def _main(n: int, turns: int, blocks: int, warmup: bool, sample: Path | No
                 metrics, runtime, port = _serve_metrics()
                 clients = {"plain": await Client.connect(target, namespace=namespace),
                            "metrics": await Client.connect(target, namespace=namespace, runtime=runtime)}
-                stack = Stack(store, InstantProvider(turns), workspace, clients, metrics,
-                              [f"http://127.0.0.1:{port}/metrics", f"http://127.0.0.1:{port + 1}/metrics"], sidecar)
+                sidecar.ask(f"urls http://127.0.0.1:{port}/metrics http://127.0.0.1:{port + 1}/metrics")
+                stack = Stack(store, InstantProvider(turns), workspace, clients, metrics, sidecar)
                 if warmup:  # first imports, the sandbox's first workflow, the runtimes' first connections
                     stack.provider.turns = WARMUP_TURNS
                     for setting in SETTINGS:
@@ -314,8 +347,8 @@ def tables(rounds: list[Round], n: int, turns: int, blocks: int) -> list[Table]:
         "and the Temporal server (tracing adds a header to their payloads).",
         f"Tracing exports every span (nothing sampled out) over OTLP/HTTP to a local receiver that decodes each "
         f"request; a remote collector adds network time to the exporter's thread, not to the turns. Metrics: both "
-        f"endpoints are scraped every {SCRAPE_EVERY:.0f} s during a round, 15 or more times as often as Prometheus "
-        f"usually does.",
+        f"endpoints are scraped once every {SCRAPE_EVERY} model calls (by the work, not the clock, so that load does "
+        f"not change the scrapes per turn), far more often than Prometheus's usual 15 s would.",
     ]
     target.notes += [
         "Within 5%: the median over the blocks of the per-turn p50 with the setting over the same block's p50 "

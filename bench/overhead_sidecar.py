@@ -6,12 +6,13 @@ A process of its own so that what a collector and Prometheus spend (decoding spa
 parsing scrapes) does not count as the worker's CPU, which the benchmark measures with the
 process's own CPU clock.
 
-Line protocol (stdin commands, one JSON line of answer each on stdout; the first line out, unasked,
-is `{"otlp": URL}`):
+Line protocol (stdin commands; the first line out, unasked, is `{"otlp": URL}`):
 
-    scrape EVERY URL [URL ...]   scrape every URL each EVERY seconds until `stop`
-    stop                         stop scraping
-    count                        {"spans": N, "requests": N, "scrapes": N}: totals so far
+    urls URL [URL ...]   the endpoints a tick scrapes; answers {"ok": true}
+    tick                 scrape each URL once, on the scraper's thread; no answer (the benchmark sends
+                         one every so many model calls, so that scrapes follow the work, not the clock)
+    drain                wait until the ticks sent so far are scraped; answers {"ok": true}
+    count                {"spans": N, "requests": N, "scrapes": N}: totals so far
 
     python -m bench.overhead_sidecar      # started by bench/overhead.py; ends at end of input
 """
@@ -19,6 +20,7 @@ is `{"otlp": URL}`):
 from __future__ import annotations
 
 import json
+import queue
 import sys
 import threading
 import urllib.request
@@ -27,32 +29,27 @@ from tests.support.otlp_receiver import OtlpReceiver
 
 
 class Scraper:
-    """Reads each URL every `every` seconds on a thread, from `start` until `stop`."""
+    """Scrapes every URL once per tick, in order, on a thread of its own."""
 
     def __init__(self) -> None:
         self.scrapes = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.urls: list[str] = []
+        self.ticks: queue.Queue[list[str]] = queue.Queue()
+        threading.Thread(target=self._loop, daemon=True).start()
 
-    def start(self, every: float, urls: list[str]) -> None:
-        self.stop()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, args=(every, urls, self._stop), daemon=True)
-        self._thread.start()
+    def _loop(self) -> None:
+        while True:
+            urls = self.ticks.get()
+            try:
+                for url in urls:
+                    with urllib.request.urlopen(url, timeout=30) as response:
+                        response.read()
+                    self.scrapes += 1
+            finally:
+                self.ticks.task_done()
 
-    def _loop(self, every: float, urls: list[str], stop: threading.Event) -> None:
-        while not stop.is_set():
-            for url in urls:
-                with urllib.request.urlopen(url, timeout=30) as response:
-                    response.read()
-                self.scrapes += 1
-            stop.wait(every)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+    def tick(self) -> None:
+        self.ticks.put(list(self.urls))
 
 
 def main() -> int:
@@ -68,11 +65,13 @@ def main() -> int:
             words = line.split()
             if not words:
                 continue
-            if words[0] == "scrape":
-                scraper.start(float(words[1]), words[2:])
+            if words[0] == "urls":
+                scraper.urls = words[1:]
                 say({"ok": True})
-            elif words[0] == "stop":
-                scraper.stop()
+            elif words[0] == "tick":
+                scraper.tick()
+            elif words[0] == "drain":
+                scraper.ticks.join()
                 say({"ok": True})
             elif words[0] == "count":
                 with receiver.lock:  # the count is enough: do not hold every span of the bench
@@ -82,7 +81,6 @@ def main() -> int:
             else:
                 say({"error": f"unknown command {words[0]!r}"})
     finally:
-        scraper.stop()
         receiver.close()
     return 0
 
