@@ -122,6 +122,8 @@ class Sidecar:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         self.proc.wait(timeout=30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 @dataclass
