@@ -141,6 +141,8 @@ class Stack:
     def exported(self) -> tuple[int, int]:
         """Spans received and scrapes made since the last call."""
         now = self.sidecar.ask("count")
+        if now["failures"]:
+            raise RuntimeError(f"a scrape of the worker's metrics failed: {now['failures'][0]}")
         spans, scrapes = now["spans"] - self.seen["spans"], now["scrapes"] - self.seen["scrapes"]
         self.seen = {"spans": now["spans"], "scrapes": now["scrapes"]}
         return spans, scrapes

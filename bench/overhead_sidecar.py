@@ -12,7 +12,7 @@ Line protocol (stdin commands; the first line out, unasked, is `{"otlp": URL}`):
     tick                 scrape each URL once, on the scraper's thread; no answer (the benchmark sends
                          one every so many model calls, so that scrapes follow the work, not the clock)
     drain                wait until the ticks sent so far are scraped; answers {"ok": true}
-    count                {"spans": N, "requests": N, "scrapes": N}: totals so far
+    count                {"spans": N, "requests": N, "scrapes": N, "failures": [...]}: totals so far
 
     python -m bench.overhead_sidecar      # started by bench/overhead.py; ends at end of input
 """
@@ -33,6 +33,7 @@ class Scraper:
 
     def __init__(self) -> None:
         self.scrapes = 0
+        self.failures: list[str] = []
         self.urls: list[str] = []
         self.ticks: queue.Queue[list[str]] = queue.Queue()
         threading.Thread(target=self._loop, daemon=True).start()
@@ -45,6 +46,8 @@ class Scraper:
                     with urllib.request.urlopen(url, timeout=30) as response:
                         response.read()
                     self.scrapes += 1
+            except OSError as exc:  # said in `count`; the thread goes on, so `drain` still returns
+                self.failures.append(f"{type(exc).__name__}: {exc}")
             finally:
                 self.ticks.task_done()
 
@@ -77,7 +80,7 @@ def main() -> int:
                 with receiver.lock:  # the count is enough: do not hold every span of the bench
                     spans, requests = spans + len(receiver.spans), receiver.requests
                     receiver.spans.clear()
-                say({"spans": spans, "requests": requests, "scrapes": scraper.scrapes})
+                say({"spans": spans, "requests": requests, "scrapes": scraper.scrapes, "failures": scraper.failures})
             else:
                 say({"error": f"unknown command {words[0]!r}"})
     finally:
