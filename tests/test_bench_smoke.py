@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import orchestration, real_sessions, store, synthetic
+from bench import orchestration, overhead, real_sessions, store, synthetic
 from bench.run import markdown
 
 
@@ -56,6 +56,37 @@ def test_orchestration_runs_both_shapes_and_the_floor() -> None:
     assert all(r[0] == "1" and r[3] == "1/1" for r in table.rows)
     fused, stepwise = (float(r[7]) for r in table.rows[:2])
     assert fused < stepwise, "the fused turn runs fewer activities per turn"
+
+
+def test_overhead_pairs_each_setting_with_the_off_of_its_own_block() -> None:
+    assert overhead.schedule(3) == [overhead.SETTINGS, overhead.SETTINGS[::-1], overhead.SETTINGS]
+
+    def rnd(setting: str, p50_ms: float, cpu: float) -> overhead.Round:
+        return overhead.Round(setting, [p50_ms / 1000] * 3, cpu=cpu, calls=10, runs=1, failed=0)
+
+    # the load doubles in the second block; each setting over its own block's off leaves what it adds
+    rounds = [rnd("off", 100, 1.0), rnd("tracing", 100, 1.0), rnd("metrics", 100, 1.0), rnd("both", 110, 1.2),
+              rnd("both", 220, 2.4), rnd("metrics", 200, 2.0), rnd("tracing", 200, 2.0), rnd("off", 200, 2.0)]
+    assert overhead.paired(rounds, "both", "p50") == pytest.approx([1.1, 1.1])
+    assert overhead.paired(rounds, "tracing", "cpu_per_turn") == pytest.approx([1.0, 1.0])
+    _, target = overhead.tables(rounds, 10, 3, 2)
+    assert [r[3] for r in target.rows] == ["met", "met", "MISSED"]
+    assert target.row("both")[4] == "no (2 of 2)"
+
+
+@pytest.mark.slow
+def test_overhead_runs_four_settings_that_really_export_and_scrape() -> None:
+    section = overhead.run(n=2, turns=5, blocks=2, warmup=False)  # 12 model calls a round: one scrape
+    main, target = section.tables
+    assert [r[0] for r in main.rows] == list(overhead.SETTINGS)
+    assert all(r[1] == "4/4" for r in main.rows), main.rows
+    exported = {r[0]: tuple(int(x) for x in r[9].split(" / ")) for r in main.rows}
+    assert exported["off"] == (0, 0)
+    assert exported["tracing"][0] > 0 and exported["tracing"][1] == 0, "tracing rounds export spans and are not scraped"
+    assert exported["metrics"] == (0, exported["metrics"][1]) and exported["metrics"][1] > 0
+    assert min(exported["both"]) > 0
+    assert [r[0] for r in target.rows] == ["tracing", "metrics", "both"]
+    assert all(r[3] in ("met", "MISSED") for r in target.rows)
 
 
 def test_markdown_names_the_command_the_machine_and_a_skipped_section() -> None:
