@@ -31,8 +31,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The suite waits on real stacks (PostgreSQL, the Temporal dev server, CLI subprocesses) far more
+# than it computes: run serially, the load stays near 1 on 2 cores. pytest-xdist runs whole files on
+# TEST_WORKERS processes (each with its own session stacks; a file's module stack stays on one
+# worker), and --durations names what took the time. `make test TEST_WORKERS=0` runs serially.
+TEST_WORKERS ?= 4
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench.run
