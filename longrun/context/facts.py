@@ -11,6 +11,11 @@ No model is involved and nothing is paraphrased: the ledger (`ledger.py`) keeps 
 so an answer stays on the same line as its subject. The heuristics here decide only *which* lines
 are kept and which ones a later line supersedes; they err towards keeping (a fact kept twice costs
 a line, a fact dropped is lost).
+
+Over 400 lines on purpose: the value patterns, the table of what each needs before it is searched
+(`_NEEDS`) and the analysis and masking that use both stay together, so a pattern cannot change
+without its prefilter beside it (what is separable is already out: `atomic`, `kinds`, `codelike`,
+`valuekinds`, `reword`).
 """
 
 from __future__ import annotations
@@ -59,21 +64,22 @@ _NAME = re.compile(
     r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"                           # camelCase
     r"|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"                   # CamelCase
 )
-_DIGIT = re.compile(r"\d")
+_HEX_RUN = re.compile(r"[0-9a-f]{7}")
 _IDENT_CHAR = re.compile(r"[-_\d]")
 _VALUE_CHAR = re.compile(r"[\d\"'`]")
 _NAME_CHAR = re.compile(r"[.:A-Z]")
 _NEEDS: dict[object, Any] = {
     _ADDRESS: lambda t: "@" in t or "://" in t,
-    _HASH: _DIGIT.search,
+    _HASH: _HEX_RUN.search,
     _PATH: lambda t: "/" in t,
     _IDENT: _IDENT_CHAR.search,
     _VALUE: _VALUE_CHAR.search,
     _NAME: _NAME_CHAR.search,
 }
 """What every match of each value pattern needs somewhere in the line (an address `@` or `://`,
-a hash a digit, a path `/`, an identifier `-`, `_` or a digit, a value a digit or a quote, a
-name `.`, `:` or a capital): a line without it is not searched (extraction's cost, issue 25)."""
+a hash seven hex digits in a row, a path `/`, an identifier `-`, `_` or a digit, a value a digit
+or a quote, a name `.`, `:` or a capital): a line without it is not searched (extraction's cost,
+issue 25)."""
 _JSON_KEY = re.compile(r"\"([\w.-]+)\"\s*:")
 _WORD = re.compile(r"[a-z][a-z']+")
 
@@ -217,7 +223,14 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     type label leading the line ("SAFETY RULE:", "Critical:") decides the kind but is not part of
     what the line is about (`kinds.strip_label`); the text stays verbatim."""
     cues = _cues(text, source)
-    return Unit(text=text, source=source, where=where, order=order, memo=cues["memo"], **cues["fields"])
+    # the dataclass's own fields, set as its __init__ sets them (no __post_init__), without its
+    # keyword handling: a compaction makes a Unit for every line it reads and every row it indexes
+    u = object.__new__(Unit)
+    d = u.__dict__
+    d.update(text=text, source=source, where=where, order=order)
+    d.update(cues["fields"])
+    d.update(count=1, quoted=False, origin="", memo=cues["memo"])
+    return u
 
 
 @lru_cache(maxsize=65_536)
@@ -238,8 +251,8 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     return {"memo": {}, "fields": {
         "values": values, "names": names, "words": words, "kind": kind,
         "rejected": kind == "decision" and kinds.rejects(body), "labelled": bool(label),
-        "typed": bool(label) and source != "tool" and kinds.typed(text), "relation": relation, "status": status,
-        "correction": correction, "instruction": instruction}}
+        "typed": bool(label) and source != "tool" and kinds.typed(text), "relation": relation,
+        "instruction": instruction, "status": status, "correction": correction}}  # the dataclass's field order
 
 
 @lru_cache(maxsize=65_536)
@@ -288,8 +301,14 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
             fastre.found(RELATION, text), fastre.found(STATUS, text), fastre.found(CORRECTION, text))
 
 
+@lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
-    """A crude stem so "routes"/"routed"/"routing" and "listens"/"listening" share a key."""
+    """A crude stem so "routes"/"routed"/"routing" and "listens"/"listening" share a key (cached:
+    a transcript's lines repeat their words, and every line's words are stemmed)."""
+    return _stem_of(word)
+
+
+def _stem_of(word: str) -> str:
     for suffix in ("ing", "ed", "er", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -388,9 +407,19 @@ def dismissed(text: str) -> bool:
 @lru_cache(maxsize=65_536)
 def template(text: str) -> str:
     """The unit with its values and digits masked: near-duplicate lines share a template."""
-    masked = _VALUE.sub("#", _ADDRESS.sub("#", text.lower()))  # `Folded.sub`: from its fast spans
-    masked = re.sub(r"\d+", "#", masked)
-    return " ".join(re.findall(r"[a-z#]+", masked))
+    masked = text.lower()
+    # a line without what every match needs (`_NEEDS`) is not searched: the same text, at a
+    # fraction of the cost (the fold masks both lines of every replacement, issue 25)
+    if _NEEDS[_ADDRESS](masked):
+        masked = _ADDRESS.sub("#", masked)
+    if _NEEDS[_VALUE](masked):
+        masked = _VALUE.sub("#", masked)  # `Folded.sub`: from its fast spans
+        masked = _DIGITS.sub("#", masked)
+    return " ".join(_MASKED_WORD.findall(masked))
+
+
+_DIGITS = re.compile(r"\d+")
+_MASKED_WORD = re.compile(r"[a-z#]+")
 
 
 def information(u: Unit) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from longrun.context.ledger import facts_to_keep
-from longrun.context.tokens import estimate_block, estimate_message
+from longrun.context.tokens import BLOCK_OVERHEAD, TOOL_BLOCK_OVERHEAD, estimate_block, estimate_message, estimate_text
 from longrun.context.transcript import (
     artifact_sha,
     is_cleared,
@@ -42,7 +42,7 @@ def microcompact(messages: list[Message], ests: list[int], *, policy: ContextPol
     excluded = set(policy.exclude_tools)
     stop = open_cycle_start(messages)
 
-    plan: list[tuple[int, int, ToolResultBlock, int]] = []  # (msg, block, new block, saving)
+    plan: list[tuple[int, int, ToolResultBlock, str, str, int, str]] = []  # (msg, block, result, tool, sha, tokens, reference)
     freed = 0
     want = max(policy.clear_at_least, excess) if excess is not None else None
     for i in range(stop):
@@ -59,13 +59,12 @@ def microcompact(messages: list[Message], ests: list[int], *, policy: ContextPol
             before = estimate_block(b)
             text = result_text(b)
             sha = artifact_sha(b)
-            tokens = before
-            nb = replace_result(b, reference_text(tool, use.input if use else {}, sha, tokens, "result cleared"),
-                                tool=tool, sha=sha, tokens=tokens, stage="microcompact", keep_facts=facts_to_keep(b))
-            saving = before - estimate_block(nb)
+            ref = reference_text(tool, use.input if use else {}, sha, before, "result cleared")
+            # what `estimate_block` gives the cleared block (its internal keys are never counted)
+            saving = before - (BLOCK_OVERHEAD + TOOL_BLOCK_OVERHEAD + estimate_text(ref))
             if saving < MIN_SAVING or not text:
                 continue
-            plan.append((i, j, nb, saving))
+            plan.append((i, j, b, tool, sha, before, ref))
             freed += saving
     if freed < policy.clear_at_least or not plan:
         return StageResult(list(messages))
@@ -73,8 +72,11 @@ def microcompact(messages: list[Message], ests: list[int], *, policy: ContextPol
     out = list(messages)
     res = StageResult(out, freed=0)
     by_msg: dict[int, dict[int, ToolResultBlock]] = {}
-    for i, j, nb, _ in plan:
-        by_msg.setdefault(i, {})[j] = nb
+    for i, j, b, tool, sha, tokens, ref in plan:
+        # built (and its fact lines read) only for the results this stage does clear: reading every
+        # candidate's facts first made a call that then cleared nothing cost a cold analysis
+        by_msg.setdefault(i, {})[j] = replace_result(b, ref, tool=tool, sha=sha, tokens=tokens, stage="microcompact",
+                                                     keep_facts=facts_to_keep(b))
     cleared_ids: set[str] = set()
     for i, repl in by_msg.items():
         content = [repl.get(j, b) for j, b in enumerate(out[i].content)]
