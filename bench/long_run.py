@@ -199,15 +199,22 @@ async def _one(client: Any, store: Any, url: str, statements: bool, tool: str, t
     from longrun.models.audit import CompactionDone, CompactionStarted
 
     compactions: list[int] = []
+    reports: list[Any] = []
     started_turn = 0
     for rec in store.audit(run_id):
         if isinstance(rec.event, CompactionStarted):
             started_turn = rec.event.turn
         elif isinstance(rec.event, CompactionDone) and rec.event.report.outcome in ("applied", "summary_rejected"):
             compactions.append(max(0, started_turn - 1))
+            reports.append(rec.event.report)
     state_bytes = len(store.load_state(run_id).model_dump_json())
+    dump = os.environ.get("LONGRUN_BENCH_LONG_DUMP")
+    if dump:  # each compaction's report, one JSON line each, for a closer look
+        with open(Path(dump) / f"{tool}-compactions.jsonl", "w") as f:
+            for k, r in zip(compactions, reports, strict=False):
+                f.write(f'{{"turn": {k}, "report": {r.model_dump_json()}}}\n')
     return Measured(tool=tool, turns=turns, calls=calls, samples=probe.samples, statements=statements,
-                    compactions=compactions, segments=await _segments(client, run_id), status=status, reason=reason,
+                    compactions=compactions, reports=reports, segments=await _segments(client, run_id), status=status, reason=reason,
                     wall=time.perf_counter() - t0, state_bytes=state_bytes)
 
 
@@ -251,12 +258,25 @@ async def _main(turns: int, effect_turns: int) -> list[Measured]:
 
 
 def run(turns: int | None = None, effect_turns: int | None = None) -> Section:
-    """`turns` and `effect_turns` override the defaults (the smoke test uses a few); with
-    LONGRUN_BENCH_LONG=1 (`python -m bench.run --long`) both are LONG_TURNS."""
+    """`turns` and `effect_turns` override the defaults (the smoke test uses a few; 0 skips that
+    run). Without them: LONGRUN_BENCH_LONG_TURNS and LONGRUN_BENCH_LONG_EFFECTS
+    (`python -m bench.run --only long --long-turns N --long-effects N`), else with
+    LONGRUN_BENCH_LONG=1 (`--long`) both are LONG_TURNS, else TURNS and EFFECT_TURNS."""
     long = os.environ.get("LONGRUN_BENCH_LONG") == "1"
-    n = turns or (LONG_TURNS if long else TURNS)
-    e = EFFECT_TURNS if effect_turns is None and not long else (effect_turns if effect_turns is not None else LONG_TURNS)
+
+    def pick(given: int | None, env: str, default: int) -> int:
+        if given is not None:
+            return given
+        value = os.environ.get(env)
+        return int(value) if value else (LONG_TURNS if long else default)
+
+    n = pick(turns, "LONGRUN_BENCH_LONG_TURNS", TURNS)
+    e = pick(effect_turns, "LONGRUN_BENCH_LONG_EFFECTS", EFFECT_TURNS)
     t0 = time.perf_counter()
     measured = asyncio.run(_main(n, e))
+    flags = (" --long" if long else "") + "".join(
+        f" {flag} {os.environ[env]}" for flag, env in (("--long-turns", "LONGRUN_BENCH_LONG_TURNS"),
+                                                         ("--long-effects", "LONGRUN_BENCH_LONG_EFFECTS"))
+        if os.environ.get(env))
     return Section("long", tables(measured), seconds=time.perf_counter() - t0,
-                   reproduce="python -m bench.run --only long" + (" --long" if long else ""))
+                   reproduce="python -m bench.run --only long" + flags)
