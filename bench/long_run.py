@@ -44,10 +44,16 @@ WORDS = ("config", "handler", "session", "retry", "cache", "token", "parser", "i
          "buffer", "policy", "route", "schema", "client", "stream", "queue", "lock", "event")
 
 
-def file_text(turn: int) -> str:
-    """1 to 6 KB of file-like text for `turn` (seeded: the same every run)."""
+SIZES = random.Random(26).sample([1_024 + (6_144 - 1_024) * k // (SEGMENT - 1) for k in range(SEGMENT)], SEGMENT)
+"""The read's size on each turn of a 50-turn stretch: 1 to 6 KB, evenly spaced, in a seeded order.
+Every 50 turns read the same bytes in all, so what differs between buckets is the run's doing,
+not the sizes drawn (drawn per turn, the 100-turn buckets' compactions went 23 to 27 by the draw)."""
+
+
+def file_text(turn: int, size: int | None = None) -> str:
+    """File-like text for `turn` (seeded: the same every run), `size` bytes or 1 to 6 KB."""
     rnd = random.Random(turn)
-    size = rnd.randint(1_024, 6_144)
+    size = size if size is not None else rnd.randint(1_024, 6_144)
     lines: list[str] = []
     n = 0
     while n < size:
@@ -56,6 +62,15 @@ def file_text(turn: int) -> str:
         lines.append(line)
         n += len(line) + 1
     return "\n".join(lines)
+
+
+def turn_text(ctx: Any, args: dict[str, Any]) -> str:
+    """What a read returns on the call's turn: `SIZES` by the turn (its action id names it, not the
+    run id, so every run reads the same)."""
+    from longrun.activities.base import parse_action_id
+
+    turn = parse_action_id(ctx.action_id)[0] if ctx.action_id else zlib.crc32(str(args["path"]).encode())
+    return file_text(turn, SIZES[turn % SEGMENT])
 
 
 @dataclass
@@ -130,7 +145,7 @@ def registry() -> Any:
     reg.register(Tool(
         name="bench_read", description="Reads a file at once (benchmark).",
         input_schema={"type": "object", "properties": {"path": path_schema}, "additionalProperties": False},
-        kind="read", run=lambda args, ctx: ToolOutcome(text=file_text(zlib.crc32(str(ctx.action_id or args["path"]).encode()))),
+        kind="read", run=lambda args, ctx: ToolOutcome(text=turn_text(ctx, args)),
     ))
 
     def edit(args: dict[str, Any], ctx: Any) -> ToolOutcome:
@@ -138,7 +153,7 @@ def registry() -> Any:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a") as f:
             f.write(args["text"])
-        return ToolOutcome(text=f"appended {len(args['text'])} bytes to {args['path']}\n" + file_text(zlib.crc32(args["text"].encode())),
+        return ToolOutcome(text=f"appended {len(args['text'])} bytes to {args['path']}\n" + turn_text(ctx, args),
                            external_id=sha256_hex(args["text"].encode()))
 
     reg.register(Tool(
