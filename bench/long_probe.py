@@ -18,7 +18,8 @@ import psycopg
 from bench.store import EmbeddedPostgres
 from longrun.store import libpq_url
 
-TABLES = ("transcript_entries", "projections", "task_states", "task_state_versions", "audit_events", "artifacts", "facts")
+TABLES = ("transcript_entries", "projections", "task_states", "task_state_versions", "audit_events", "artifacts",
+          "run_artifacts", "facts", "closed_items", "model_requests")
 """The run's tables whose growth per turn the benchmark reports (those missing are skipped)."""
 
 _STATS_SQL = """

@@ -44,10 +44,16 @@ WORDS = ("config", "handler", "session", "retry", "cache", "token", "parser", "i
          "buffer", "policy", "route", "schema", "client", "stream", "queue", "lock", "event")
 
 
-def file_text(turn: int) -> str:
-    """1 to 6 KB of file-like text for `turn` (seeded: the same every run)."""
+SIZES = random.Random(26).sample([1_024 + (6_144 - 1_024) * k // (SEGMENT - 1) for k in range(SEGMENT)], SEGMENT)
+"""The read's size on each turn of a 50-turn stretch: 1 to 6 KB, evenly spaced, in a seeded order.
+Every 50 turns read the same bytes in all, so what differs between buckets is the run's doing,
+not the sizes drawn (drawn per turn, the 100-turn buckets' compactions went 23 to 27 by the draw)."""
+
+
+def file_text(turn: int, size: int | None = None) -> str:
+    """File-like text for `turn` (seeded: the same every run), `size` bytes or 1 to 6 KB."""
     rnd = random.Random(turn)
-    size = rnd.randint(1_024, 6_144)
+    size = size if size is not None else rnd.randint(1_024, 6_144)
     lines: list[str] = []
     n = 0
     while n < size:
@@ -56,6 +62,15 @@ def file_text(turn: int) -> str:
         lines.append(line)
         n += len(line) + 1
     return "\n".join(lines)
+
+
+def turn_text(ctx: Any, args: dict[str, Any]) -> str:
+    """What a read returns on the call's turn: `SIZES` by the turn (its action id names it, not the
+    run id, so every run reads the same)."""
+    from longrun.activities.base import parse_action_id
+
+    turn = parse_action_id(ctx.action_id)[0] if ctx.action_id else zlib.crc32(str(args["path"]).encode())
+    return file_text(turn, SIZES[turn % SEGMENT])
 
 
 @dataclass
@@ -130,7 +145,7 @@ def registry() -> Any:
     reg.register(Tool(
         name="bench_read", description="Reads a file at once (benchmark).",
         input_schema={"type": "object", "properties": {"path": path_schema}, "additionalProperties": False},
-        kind="read", run=lambda args, ctx: ToolOutcome(text=file_text(zlib.crc32(str(ctx.action_id or args["path"]).encode()))),
+        kind="read", run=lambda args, ctx: ToolOutcome(text=turn_text(ctx, args)),
     ))
 
     def edit(args: dict[str, Any], ctx: Any) -> ToolOutcome:
@@ -138,7 +153,7 @@ def registry() -> Any:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a") as f:
             f.write(args["text"])
-        return ToolOutcome(text=f"appended {len(args['text'])} bytes to {args['path']}\n" + file_text(zlib.crc32(args["text"].encode())),
+        return ToolOutcome(text=f"appended {len(args['text'])} bytes to {args['path']}\n" + turn_text(ctx, args),
                            external_id=sha256_hex(args["text"].encode()))
 
     reg.register(Tool(
@@ -199,15 +214,22 @@ async def _one(client: Any, store: Any, url: str, statements: bool, tool: str, t
     from longrun.models.audit import CompactionDone, CompactionStarted
 
     compactions: list[int] = []
+    reports: list[Any] = []
     started_turn = 0
     for rec in store.audit(run_id):
         if isinstance(rec.event, CompactionStarted):
             started_turn = rec.event.turn
         elif isinstance(rec.event, CompactionDone) and rec.event.report.outcome in ("applied", "summary_rejected"):
             compactions.append(max(0, started_turn - 1))
+            reports.append(rec.event.report)
     state_bytes = len(store.load_state(run_id).model_dump_json())
+    dump = os.environ.get("LONGRUN_BENCH_LONG_DUMP")
+    if dump:  # each compaction's report, one JSON line each, for a closer look
+        with open(Path(dump) / f"{tool}-compactions.jsonl", "w") as f:
+            for k, r in zip(compactions, reports, strict=False):
+                f.write(f'{{"turn": {k}, "report": {r.model_dump_json()}}}\n')
     return Measured(tool=tool, turns=turns, calls=calls, samples=probe.samples, statements=statements,
-                    compactions=compactions, segments=await _segments(client, run_id), status=status, reason=reason,
+                    compactions=compactions, reports=reports, segments=await _segments(client, run_id), status=status, reason=reason,
                     wall=time.perf_counter() - t0, state_bytes=state_bytes)
 
 
@@ -251,12 +273,25 @@ async def _main(turns: int, effect_turns: int) -> list[Measured]:
 
 
 def run(turns: int | None = None, effect_turns: int | None = None) -> Section:
-    """`turns` and `effect_turns` override the defaults (the smoke test uses a few); with
-    LONGRUN_BENCH_LONG=1 (`python -m bench.run --long`) both are LONG_TURNS."""
+    """`turns` and `effect_turns` override the defaults (the smoke test uses a few; 0 skips that
+    run). Without them: LONGRUN_BENCH_LONG_TURNS and LONGRUN_BENCH_LONG_EFFECTS
+    (`python -m bench.run --only long --long-turns N --long-effects N`), else with
+    LONGRUN_BENCH_LONG=1 (`--long`) both are LONG_TURNS, else TURNS and EFFECT_TURNS."""
     long = os.environ.get("LONGRUN_BENCH_LONG") == "1"
-    n = turns or (LONG_TURNS if long else TURNS)
-    e = EFFECT_TURNS if effect_turns is None and not long else (effect_turns if effect_turns is not None else LONG_TURNS)
+
+    def pick(given: int | None, env: str, default: int) -> int:
+        if given is not None:
+            return given
+        value = os.environ.get(env)
+        return int(value) if value else (LONG_TURNS if long else default)
+
+    n = pick(turns, "LONGRUN_BENCH_LONG_TURNS", TURNS)
+    e = pick(effect_turns, "LONGRUN_BENCH_LONG_EFFECTS", EFFECT_TURNS)
     t0 = time.perf_counter()
     measured = asyncio.run(_main(n, e))
+    flags = (" --long" if long else "") + "".join(
+        f" {flag} {os.environ[env]}" for flag, env in (("--long-turns", "LONGRUN_BENCH_LONG_TURNS"),
+                                                         ("--long-effects", "LONGRUN_BENCH_LONG_EFFECTS"))
+        if os.environ.get(env))
     return Section("long", tables(measured), seconds=time.perf_counter() - t0,
-                   reproduce="python -m bench.run --only long" + (" --long" if long else ""))
+                   reproduce="python -m bench.run --only long" + flags)

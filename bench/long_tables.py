@@ -24,6 +24,8 @@ class Measured:
     statements: bool
     compactions: list[int]
     """The turn (0-based, as the model calls count) of each compaction that changed the projection."""
+    reports: list[Any]
+    """Each of those compactions' `CompactionReport`, in the same order."""
     segments: list[tuple[int, int]]
     status: str
     reason: str
@@ -124,7 +126,7 @@ def time_table(m: Measured) -> tuple[Table, dict[str, float]]:
 def bytes_table(m: Measured) -> Table:
     present = [t for t in TABLES if any(t in s.sizes for s in m.samples)]
     t = Table(f"Long run, {m.turns} turns ({m.tool}): storage per turn by table and bucket (pg_total_relation_size)",
-              ["turns", *present])
+              ["turns", *present, "all"])
     first: dict[str, float] = {}
     last: dict[str, float] = {}
     for label, a, b in buckets(m.done):
@@ -135,9 +137,10 @@ def bytes_table(m: Measured) -> Table:
             first = d[2]
         if label == "last 50":
             last = d[2]
-        t.add(label, *(f"{d[2].get(x, 0) / 1024:.1f} KB" for x in present))
+        t.add(label, *(f"{d[2].get(x, 0) / 1024:.1f} KB" for x in present), f"{sum(d[2].values()) / 1024:.1f} KB")
     if first and last:
-        t.add("last 50 / first 50", *(_ratio(last.get(x, 0), first.get(x, 0)) for x in present))
+        t.add("last 50 / first 50", *(_ratio(last.get(x, 0), first.get(x, 0)) for x in present),
+              _ratio(sum(last.values()), sum(first.values())))
     t.notes.append("Sizes include indexes and TOAST, in whole pages: read the larger buckets for the trend.")
     return t
 
@@ -153,6 +156,29 @@ def history_table(m: Measured) -> Table:
         # the last segment ends the run (a shorter one); compare the one before it
         t.add("second-last / first", _ratio(segs[-2][0], segs[0][0]), _ratio(segs[-2][1], segs[0][1]))
     t.notes.append(f"{len(segs)} segments; the first opens the run, the last closes it.")
+    return t
+
+
+def spacing_table(m: Measured) -> Table:
+    """What decides how far apart compactions are: where each one lands (tokens after, calibrated)
+    and what of that is the summary, against the trigger it must stay under."""
+    t = Table(f"Long run, {m.turns} turns ({m.tool}): compactions by bucket, where they land",
+              ["turns", "compactions", "turns between (mean)", "tokens after (mean)", "summary tokens (mean)",
+               "tail messages (mean)", "target tokens"])
+    ks = m.compactions
+    for label, a, b in buckets(m.done):
+        got = [i for i, k in enumerate(ks) if a <= k < b and i < len(m.reports)]
+        if not got:
+            t.add(label, "0", "-", "-", "-", "-", "-")
+            continue
+        gaps = [ks[i] - ks[i - 1] for i in got if i > 0]
+        rs = [m.reports[i] for i in got]
+        t.add(label, str(len(got)), f"{statistics.fmean(gaps):.1f}" if gaps else "-",
+              f"{statistics.fmean(r.tokens_after_calibrated for r in rs):,.0f}",
+              f"{statistics.fmean(r.summary_tokens for r in rs):,.0f}",
+              f"{statistics.fmean(r.tail_messages for r in rs):.1f}", f"{rs[-1].target_tokens:,}")
+    t.notes.append("A compaction fires when a request reaches the trigger; the turns between two are the room "
+                   "it left (trigger - tokens after) over what a turn adds.")
     return t
 
 
@@ -176,6 +202,17 @@ def goals(m: Measured, figures: dict[str, float]) -> list[str]:
             r = b[2]["projections"] / a[2]["projections"]
             out.append(f"Goal: projection bytes per turn flat within 20% (last 100 vs turns 101-200): {r:.2f}x "
                        f"({mark(0.8 <= r <= 1.2)}).")
+    w = 100 if n <= 1_000 else 500
+    if n >= 4 * w:
+        a, b = _delta(m, w, 2 * w), _delta(m, n - w, n)
+        if a and b and sum(a[2].values()):
+            r = sum(b[2].values()) / sum(a[2].values())
+            out.append(f"Goal: bytes per turn (all tables) flat within 20% (last {w} vs turns {w + 1}-{2 * w}): "
+                       f"{sum(b[2].values()) / 1024:.1f} vs {sum(a[2].values()) / 1024:.1f} KB, {r:.2f}x "
+                       f"({mark(0.8 <= r <= 1.2)}).")
+    if m.tool == "bench_edit":
+        out.append(f"Goal: the task state row under 8 KB after {n} effects: {m.state_bytes / 1024:.1f} KB "
+                   f"({mark(m.state_bytes < 8 * 1024)}).")
     rss = [(k, c.rss) for k, c in enumerate(m.calls) if c.rss]
     if rss and n >= 1_000:
         at500 = next((v for k, v in rss if k >= 500), rss[-1][1])
@@ -190,5 +227,5 @@ def tables(measured: list[Measured]) -> list[Table]:
     for m in measured:
         t, figures = time_table(m)
         t.notes = goals(m, figures) + t.notes
-        out += [t, bytes_table(m), history_table(m)]
+        out += [t, spacing_table(m), bytes_table(m), history_table(m)]
     return out

@@ -5,6 +5,7 @@ stderr, and BENCHMARKS.md written at the repository root.
     python -m bench.run --only synthetic      # one (or a comma list); BENCHMARKS.md is not written
     python -m bench.run --output /tmp/b.md    # write elsewhere
     python -m bench.run --only long --long    # the long-run benchmark at 5,000 turns (default 1,000)
+    python -m bench.run --only long --long-turns 0 --long-effects 5000   # only 5,000 effects
 
 A benchmark that cannot run here (no real sessions, no `temporal` binary, a failure) is skipped
 with its reason printed and written; the others still run.
@@ -101,9 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help=f"comma list of benchmarks ({', '.join(ORDER)})")
     parser.add_argument("--output", help="where to write the markdown (default: BENCHMARKS.md when all run)")
     parser.add_argument("--long", action="store_true", help="the long-run benchmark at 5,000 turns instead of 1,000")
+    parser.add_argument("--long-turns", type=int, metavar="N",
+                        help="the long-run benchmark's read run at N turns (0: skip it)")
+    parser.add_argument("--long-effects", type=int, metavar="N",
+                        help="the long-run benchmark's effect-per-turn run at N turns (0: skip it)")
     args = parser.parse_args(argv)
     if args.long:
         os.environ["LONGRUN_BENCH_LONG"] = "1"
+    for value, env in ((args.long_turns, "LONGRUN_BENCH_LONG_TURNS"), (args.long_effects, "LONGRUN_BENCH_LONG_EFFECTS")):
+        if value is not None:
+            os.environ[env] = str(value)
     names = [n.strip() for n in args.only.split(",")] if args.only else list(ORDER)
     for n in names:
         if n not in ORDER:

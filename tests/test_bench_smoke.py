@@ -105,7 +105,7 @@ def test_long_run_prints_its_buckets_for_both_shapes() -> None:
     from bench import long_run
 
     section = long_run.run(turns=100, effect_turns=50)
-    reads, reads_bytes, reads_history, edits, _edits_bytes, _edits_history = section.tables
+    reads, _spacing, reads_bytes, reads_history, edits, _edits_spacing, _edits_bytes, _edits_history = section.tables
     assert [r[0] for r in reads.rows] == ["first 50", "1-100", "last 50", "last 50 / first 50"]
     assert "completed" in " ".join(reads.notes) and "completed" in " ".join(edits.notes)
     assert reads.rows[0][3].endswith("of 50") and reads.rows[0][4] != "n/a", "statements are counted"
