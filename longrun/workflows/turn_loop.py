@@ -1,4 +1,4 @@
-"""AgentRunWorkflow: the durable turn loop of one agent run.
+"""The durable turn loop of one agent run: the body of `AgentRunWorkflow` (`agent_run`).
 
 Holds only small things: run id, head state_version, turn, counters, the paused flag and a
 pending approval. Transcript text, tool output, human instructions and state live in Postgres
@@ -13,6 +13,11 @@ gate/intent/run per call, commit, compaction. The approval and control handlers 
 `approvals` and `controls`, the tool calls in `tool_calls`, when to compact and what a failed
 compaction does in `compaction`, the webhook notifications (started, never awaited, by the run) in
 `notifications`.
+
+Why the body is here and not in `agent_run`: Temporal's sandbox imports the workflow's own module
+afresh for every run it starts (or replays after an eviction), compiling it when no bytecode is
+cached; this module, like the mixins, is passed through and imported once per worker. At 100 runs
+starting together that import was most of the worker's CPU in their first workflow tasks (issue 26).
 """
 
 from __future__ import annotations
@@ -60,13 +65,13 @@ MAX_OVERFLOW_RETRIES = 3
 
 __all__ = [
     "CHANGE_SET_PATCH", "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "STAGE_BOUNDARY_PATCH", "WORKFLOW_NAME",
-    "AgentRunWorkflow",
+    "AgentRunLoop",
 ]
 
 
-@workflow.defn(name=WORKFLOW_NAME)
-class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, BudgetMixin):
-    @workflow.init
+class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, BudgetMixin):
+    """Everything `AgentRunWorkflow` does; the workflow class only declares it to Temporal."""
+
     def __init__(self, inp: AgentRunInput) -> None:
         self.run_id = inp.run_id
         self.cursor = inp.cursor.model_copy(deep=True) if inp.cursor else RunCursor()
@@ -90,8 +95,7 @@ class AgentRunWorkflow(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMix
         next boundary that waits, writes the transcript or ends the run)."""
 
     # ------------------------------------------------------------------ run
-    @workflow.run
-    async def run(self, inp: AgentRunInput) -> AgentRunResult:
+    async def _run(self) -> AgentRunResult:
         try:
             self.spec = await self._act(Activities.load_run, RunRef(run_id=self.run_id))
             self.fused = self._use_fused_turn()
