@@ -66,10 +66,10 @@ class KillingStore(Store):
     marker = Path("/nonexistent")
 
     def append_transcript(self, run_id: str, message: Any, **kw: Any) -> int:
-        if self.kill_at == "before-ledger" and kw.get("turn") == 1 and kw.get("settle") is not None:
-            if not self.marker.exists():
-                super().append_transcript(run_id, message, **{**kw, "settle": None})
-                _kill_once(self.marker)
+        unsettled = self.kill_at == "before-ledger" and kw.get("turn") == 1 and kw.get("settle") is not None
+        if unsettled and not self.marker.exists():
+            super().append_transcript(run_id, message, **{**kw, "settle": None})
+            _kill_once(self.marker)
         return super().append_transcript(run_id, message, **kw)
 
 
