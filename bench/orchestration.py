@@ -94,6 +94,12 @@ def _instant_registry() -> Any:
     return registry
 
 
+def _cpu_per_turn(got: dict[str, Any], model_calls: int) -> str:
+    """This process's CPU time (worker threads, workflow and client: not the servers') while the
+    runs ran, over the model calls they made."""
+    return f"{got['cpu'] / max(1, model_calls) * 1000:.1f} ms" if "cpu" in got else ""
+
+
 def _percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -136,7 +142,9 @@ async def _agent_runs(client: Any, store: Any, provider: InstantProvider, n: int
     handles = await asyncio.gather(*(client.start_workflow(workflow_name, AgentRunInput(run_id=r), id=r,
                                                            task_queue=task_queue, result_type=AgentRunResult)
                                      for r in ids))
+    cpu0 = time.process_time()
     results = await asyncio.gather(*(h.result() for h in handles), return_exceptions=True)
+    cpu = time.process_time() - cpu0
     wall = time.perf_counter() - t0
     failed = [r for r in results if isinstance(r, BaseException) or getattr(r, "status", "") != "completed"]
     overheads: list[float] = []
@@ -147,10 +155,10 @@ async def _agent_runs(client: Any, store: Any, provider: InstantProvider, n: int
         for (a, model_time), (b, _) in itertools.pairwise(calls):
             overheads.append(b - a - model_time)
     if not history:
-        return {"ids": ids, "wall": wall, "failed": failed, "overheads": overheads, "turns": turns_done}
+        return {"ids": ids, "wall": wall, "cpu": cpu, "failed": failed, "overheads": overheads, "turns": turns_done}
     events = [await _history_events(client, r) for r in ids[: min(n, 10)]]
     scheduled, _ = await _activities_per_turn(client, ids[0], turns)
-    return {"ids": ids, "wall": wall, "failed": failed, "overheads": overheads, "turns": turns_done, "events": events,
+    return {"ids": ids, "wall": wall, "cpu": cpu, "failed": failed, "overheads": overheads, "turns": turns_done, "events": events,
             "model_calls": max(1, len(provider.starts.get(ids[0], []))), "activities": scheduled,
             "history_bytes": await _history_bytes(client, ids[0])}
 
@@ -165,10 +173,12 @@ async def _bare_runs(client: Any, n: int, turns: int, per_turn: int, task_queue:
     ids = [f"bare-{n}-{i}-{uuid.uuid4().hex[:6]}" for i in range(n)]
     handles = await asyncio.gather(*(client.start_workflow(BareTurnsWorkflow.run, BareInput(w, turns + 1, per_turn), id=w,
                                                            task_queue=task_queue) for w in ids))
+    cpu0 = time.process_time()
     await asyncio.gather(*(h.result() for h in handles))
+    cpu = time.process_time() - cpu0
     wall = time.perf_counter() - t0
     gaps = [g for w in ids for g in _gaps(TURN_STARTS.get(w, []))]
-    return {"wall": wall, "gaps": gaps}
+    return {"wall": wall, "cpu": cpu, "gaps": gaps}
 
 
 async def _start_temporal(env_cls: Any, binary: str, converter: Any) -> Any:
@@ -214,7 +224,7 @@ async def embedded_stack(name: str) -> AsyncIterator[tuple[Any, Any]]:
 SHAPES = ("longrun, fused turn (now)", "longrun, stepwise (before)", "peer: Pydantic AI + Temporal", "floor: no-op activities")
 
 
-async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bool) -> Table:
+async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bool, stepwise: bool = True) -> Table:
     from temporalio.worker import Worker
 
     from bench.stepwise_workflow import STEPWISE_WORKFLOW, StepwiseAgentRunWorkflow
@@ -232,7 +242,7 @@ async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bo
     table = Table("Orchestration: N concurrent runs (instant model, one instant tool call per turn), per turn, "
                   "beside the stepwise shape it replaces, the closest peer and the floor, all in this run",
                   ["N", "what", "turns per run", "runs completed", "per turn p50 / p95", "p50 vs peer", "p50 vs floor",
-                   "activities per turn", "history per turn", "wall s"])
+                   "activities per turn", "history per turn", "CPU per turn", "wall s"])
     try:
         async with embedded_stack("orchestration") as (env, store):
             client = env.client
@@ -251,7 +261,7 @@ async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bo
                     turns = turns_for[n]
                     provider.turns = turns
                     rows: dict[str, dict[str, Any]] = {}
-                    for shape, name in ((SHAPES[0], WORKFLOW_NAME), (SHAPES[1], STEPWISE_WORKFLOW)):
+                    for shape, name in ((SHAPES[0], WORKFLOW_NAME), (SHAPES[1], STEPWISE_WORKFLOW))[: 2 if stepwise else 1]:
                         progress(f"orchestration: {n} concurrent agent run(s), {shape}")
                         rows[shape] = await _agent_runs(client, store, provider, n, turns, workspace, tq, name)
                     if peer is not None:
@@ -270,10 +280,11 @@ async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bo
                         table.add(n, shape, turns, f"{n - len(got['failed'])}/{n}", f"{p50 * 1000:.0f} / {p95 * 1000:.0f} ms",
                                   ratio(p50, peer_p50) if peer_p50 else "n/a", ratio(p50, floor_p50),
                                   f"{got['activities'] / calls:.1f}", f"{got['history_bytes'] / calls / 1024:.1f} KB",
-                                  f"{got['wall']:.1f}")
+                                  _cpu_per_turn(got, n * calls), f"{got['wall']:.1f}")
                     f95 = _percentile(floor["gaps"], 0.95)
                     table.add(n, f"{SHAPES[3]} ({per_turn} per turn)", turns, f"{n}/{n}",
-                              f"{floor_p50 * 1000:.0f} / {f95 * 1000:.0f} ms", "", "1.00x", str(per_turn), "", f"{floor['wall']:.1f}")
+                              f"{floor_p50 * 1000:.0f} / {f95 * 1000:.0f} ms", "", "1.00x", str(per_turn), "",
+                              _cpu_per_turn(floor, n * (turns + 1)), f"{floor['wall']:.1f}")
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if peer is None:
@@ -282,10 +293,11 @@ async def _main(sizes: tuple[int, ...], turns_for: dict[int, int], with_peer: bo
     return table
 
 
-def run(sizes: tuple[int, ...] = SIZES, turns: int | None = None, with_peer: bool = True) -> Section:
-    """`turns` overrides the per-N turns of TURNS (the smoke test uses 1)."""
+def run(sizes: tuple[int, ...] = SIZES, turns: int | None = None, with_peer: bool = True, stepwise: bool = True) -> Section:
+    """`turns` overrides the per-N turns of TURNS (the smoke test uses 1); `stepwise=False` leaves
+    out the stepwise shape (a quicker comparison of the current shape with the peer and floor)."""
     t0 = time.perf_counter()
-    table = asyncio.run(_main(sizes, {n: turns or TURNS.get(n, 6) for n in sizes}, with_peer))
+    table = asyncio.run(_main(sizes, {n: turns or TURNS.get(n, 6) for n in sizes}, with_peer, stepwise))
     notes = []
     by = {(r[0], r[1]): r for r in table.rows}
     now = by.get(("10", SHAPES[0]))

@@ -100,7 +100,9 @@ async def runs(target: str, namespace: str, n: int, turns: int, threads: int) ->
                       activity_executor=ThreadPoolExecutor(max_workers=threads), max_concurrent_activities=threads):
         t0 = time.perf_counter()
         handles = await asyncio.gather(*(client.start_workflow(PeerWorkflow.run, k, id=k, task_queue=queue) for k in keys))
+        cpu0 = time.process_time()
         results = await asyncio.gather(*(h.result() for h in handles), return_exceptions=True)
+        cpu = time.process_time() - cpu0
         wall = time.perf_counter() - t0
         sizes = [await history_bytes(client, k) for k in keys[: min(n, 3)]]
         history = await client.get_workflow_handle(keys[0]).fetch_history()
@@ -110,5 +112,5 @@ async def runs(target: str, namespace: str, n: int, turns: int, threads: int) ->
         for (a, model_time), (b, _) in itertools.pairwise(CLOCK.starts.get(k, [])):
             overheads.append(b - a - model_time)
     scheduled = sum(1 for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-    return {"wall": wall, "failed": failed, "overheads": overheads, "history_bytes": max(sizes, default=0),
+    return {"wall": wall, "cpu": cpu, "failed": failed, "overheads": overheads, "history_bytes": max(sizes, default=0),
             "activities": scheduled, "turns_done": sum(max(0, len(CLOCK.starts.get(k, [])) - 1) for k in keys)}

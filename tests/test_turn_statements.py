@@ -10,10 +10,14 @@ import pytest
 
 from longrun.client import decide
 from longrun.errors import StaleStateError
+from longrun.models.blocks import Message, TextBlock
+from longrun.models.provider import Usage
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
 from longrun.store import Store
+from longrun.store.artifacts import unless_pruned
 from longrun.store.counting import Invocation, count_statements
+from longrun.store.spend import Settle
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider, greeting_workspace
 from tests.test_store_cas import _round_trips
@@ -30,12 +34,14 @@ PLAN = [
 committing turn 1, turn 3 changes the state (a state tool), turn 4 writes after an approval,
 turn 5 answers in text (a plain turn)."""
 
-MAX_STATEMENTS = {"read": 11, "state": 12, "effect": 26, "plain": 8}
+MAX_STATEMENTS = {"read": 9, "state": 10, "effect": 24, "plain": 6}
 """The most statements each kind of turn may send: what they send today. Before issue 26 they sent
 15, 17, 42 and 10 (the state read again by every write; the calibration, the newest entry, the
 call and the projection each read on their own; credentials read in a transaction of three round
 trips; an artifact and its link in two statements; the calibration saved on its own). Issue 28
-added two per model call: the spend ledger's row before the provider is called, and its answer."""
+added two per model call: the spend ledger's row before the provider is called, and its answer
+(11, 12, 26 and 8). Then the results a turn commits came with its first read, and the answer's
+settle with its append: one statement less each."""
 
 
 def _turns(invocations: list[Invocation]) -> list[list[Invocation]]:
@@ -105,4 +111,36 @@ def test_a_held_head_is_written_on_without_a_read_and_loses_when_it_moved(db_url
 
         v4 = one.reapply_on_head("r", _note, "ledger", "re-applied", head=v2)
         assert v4.state_version == 4 and v4.notes == ["n0", "n1", "n2"], v4.notes
+        assert one.verify_chain("r").ok
+
+
+def test_the_turns_read_brings_the_tool_results_it_commits(db_url):
+    """What lets a turn commit the previous turn's results without reading them one by one: the
+    artifacts named come with the head, in the same round trip; an unknown hash is missing."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
+        one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
+        sha = one.put_artifact(b"tool output \x00 bytes", run_id="r")
+        unknown = "0" * 64
+        with _round_trips(one) as trips:
+            head = one.load_turn_head("r", [sha, unknown])
+        assert len(trips) == 1, trips
+        assert unless_pruned(sha, head.artifacts[sha]) == b"tool output \x00 bytes"
+        assert unknown not in head.artifacts
+        assert one.load_turn_head("r").artifacts == {}
+
+
+def test_an_answer_settles_its_request_in_its_own_append_once(db_url):
+    """The answer and the ledger's settle are one statement: a try whose guessed transcript head
+    is wrong writes neither (so the settle never names an entry that was not written), the try
+    that lands settles the request on the entry it wrote, and a later settle finds it done."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
+        one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
+        one.record_request_sent("r", turn=1, overflow_retry=0, attempt=1, model="m", estimate_usd=0.01)
+        one._remember_head("r", 41, "not-the-head", "transcript")  # the first try loses
+        usage = Usage(input_tokens=100, output_tokens=5)
+        seq = one.append_transcript("r", Message(role="assistant", content=[TextBlock(text="done")]), token_estimate=3,
+                                    usage=usage, turn=1, settle=Settle(usage, 0.25))
+        assert [(c.status, c.transcript_seq, float(c.cost_usd or 0)) for c in one.request_costs("r")] == [
+            ("answered", seq, 0.25)]
+        assert one.settle_turn("r", turn=1, transcript_seq=seq, usage=usage, cost_usd=0.25) is False
         assert one.verify_chain("r").ok

@@ -47,7 +47,9 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities, SpendCheck
     @implements(Activities.turn)
     def turn(self, inp: TurnInput) -> TurnResult:
         """See the module docstring."""
-        self.read_turn(inp.run_id)  # head, calibration, newest entry and projection: one read for every step
+        # head, calibration, newest entry, projection and the results to commit: one read for every step
+        shas = [r.artifact_sha256 for r in inp.commit.results if r.artifact_sha256] if inp.commit else []
+        self.read_turn(inp.run_id, shas)
         commit = None
         if inp.commit is not None:
             commit = self.commit_turn(inp.commit)

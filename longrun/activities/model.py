@@ -25,6 +25,7 @@ from longrun.models.io import CompactInput, CompactResult, ModelCallInput, Model
 from longrun.models.provider import ModelRequest, ModelResponse, Usage
 from longrun.models.state import TaskState
 from longrun.providers.base import Provider
+from longrun.store.spend import Settle
 from longrun.telemetry import spans
 from longrun.telemetry.metrics import request_outcome
 
@@ -146,7 +147,6 @@ class ModelActivities(ActivityBase):
                 ) from exc
             raise
 
-        # saved with the assistant message, in its append's statement
         updated = pc.calibration_after(calibration, estimated, request, response)
         content = list(response.content) or [TextBlock(text="(the model returned no content)")]
         summary_tokens = None
@@ -155,9 +155,10 @@ class ModelActivities(ActivityBase):
         message = Message(role="assistant", content=content)
         spans.record_content(span, request.messages, message, response.stop_reason, self.redactor)
         tokens = estimate_message(message)
+        # the answer, what it taught the estimator and its request settled in the ledger: one statement
+        settle = Settle(response.usage, self.deps.prices.cost(self.spec(run_id).model, response.usage))
         seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn,
-                                     calibration=updated)
-        self._settle_spend(run_id, inp.turn, seq, response.usage)
+                                     calibration=updated, settle=settle)
         self.audit(
             run_id,
             ModelCalled(

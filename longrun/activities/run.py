@@ -84,7 +84,7 @@ class RunActivities(ActivityBase):
             blocks = []
             for ref in inp.results:
                 if ref.artifact_sha256:
-                    text = self.store.get_artifact(ref.artifact_sha256).decode("utf-8", errors="replace")
+                    text = self.artifact(ref.artifact_sha256).decode("utf-8", errors="replace")
                 else:
                     text = ref.error_text or ""
                 block = ToolResultBlock(tool_use_id=ref.call_id, content=_clip(text, ref.artifact_sha256), is_error=ref.is_error)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,8 @@ from longrun.models.io import ToolCallRef
 from longrun.models.provider import Usage
 from longrun.models.state import Approval, Effect, Scope, TaskState
 from longrun.store import Store, TranscriptRecord
+from longrun.store.artifacts import unless_pruned
+from longrun.store.spend import Settle
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class CallScope:
     """Filled only by a turn's first read: the answered tokens of the run and its subagents in the
     spend ledger (nothing adds to them before the cap is checked: the turn's own model call comes
     after, and its subagents run during its tool calls, not during the turn activity)."""
+    artifacts: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
+    """sha256 -> (data, pruned_at, size): the tool results a turn's first read brought along for
+    its commit (artifacts never change, only their bytes may be pruned, which the row says)."""
     audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
     """(run id, event, actor), in the order they happened."""
 
@@ -106,16 +111,18 @@ class ScopedAccess:
         self.note_state(state)
         return state
 
-    def read_turn(self, run_id: str) -> TaskState:
-        """The head state, the calibration, the newest transcript entry, the newest projection and
-        the ledger tokens of the run and its subagents, in one read, kept in the call's scope for the steps of a turn that
-        use them (outside a scope: the head only)."""
+    def read_turn(self, run_id: str, artifacts: Sequence[str] = ()) -> TaskState:
+        """The head state, the calibration, the newest transcript entry, the newest projection, the
+        ledger tokens of the run and its subagents and the `artifacts` the turn's commit reads, in
+        one read, kept in the call's scope for the steps of a turn that use them (outside a scope:
+        the head only)."""
         scope = self._slot.scope
         if scope is None:
             return self.head(run_id)
         if run_id in scope.states and run_id in scope.calibrations and run_id in scope.last:
             return scope.states[run_id]
-        read = self.store.load_turn_head(run_id)
+        read = self.store.load_turn_head(run_id, artifacts)
+        scope.artifacts.update(read.artifacts)
         scope.states[run_id] = read.state
         scope.calibrations[run_id] = _calibration(read.calibration)
         scope.last[run_id] = None if read.last_entry is None else LastEntry(*read.last_entry)
@@ -130,6 +137,16 @@ class ScopedAccess:
         if scope is not None and run_id in scope.ledger_tokens:
             return scope.ledger_tokens[run_id]
         return self.store.load_turn_head(run_id).ledger_tokens
+
+    def artifact(self, sha256: str) -> bytes:
+        """An artifact's bytes: as the turn's first read brought it, else from the store.
+
+        Raises:
+            ArtifactPruned: its bytes were pruned (the error names the tombstone).
+            StoreError: no artifact has this hash."""
+        scope = self._slot.scope
+        row = None if scope is None else scope.artifacts.get(sha256)
+        return self.store.get_artifact(sha256) if row is None else unless_pruned(sha256, row)
 
     def latest_projection(self, run_id: str) -> Projection | None:
         """The newest projection: as the turn's first read found it, else from the store."""
@@ -215,10 +232,12 @@ class ScopedAccess:
 
     def append_transcript(self, run_id: str, message: Message, *, token_estimate: int,
                           usage: Usage | None = None, turn: int | None = None,
-                          calibration: Calibration | None = None) -> int:
-        """Append to the transcript; with `calibration`, save it in the same statement."""
+                          calibration: Calibration | None = None, settle: Settle | None = None) -> int:
+        """Append to the transcript; with `calibration`, save it in the same statement, and with
+        `settle`, settle the turn's request in the spend ledger there too."""
         seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn,
-                                           calibration=None if calibration is None else calibration.model_dump())
+                                           calibration=None if calibration is None else calibration.model_dump(),
+                                           settle=settle)
         scope = self._slot.scope
         if scope is not None:
             scope.last[run_id] = LastEntry(seq, message.role, turn)

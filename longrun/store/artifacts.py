@@ -115,7 +115,7 @@ WHERE r.run_id = %(run_id)s
 """The newest projection, joined from the `runs` row: no row means no such run, NULLs no projection."""
 
 
-def _unless_pruned(sha256: str, row: Any) -> bytes:
+def unless_pruned(sha256: str, row: Any) -> bytes:
     """An artifact's bytes, or `ArtifactPruned` naming its tombstone when they were pruned."""
     data, pruned_at, size = row
     if pruned_at is not None:
@@ -187,7 +187,7 @@ class ArtifactsMixin(FactsMixin):
                 raise InvalidInputError(
                     f"no artifact with sha256 {sha256} belongs to this run, its parent or its children"
                 )
-            return _unless_pruned(sha256, row)
+            return unless_pruned(sha256, row)
 
         return self._autocommit("get_family_artifact", read)
 
@@ -223,7 +223,7 @@ class ArtifactsMixin(FactsMixin):
                             {"sha256": sha256}, binary=True).fetchone()
             if row is None:
                 raise StoreError(f"no artifact with sha256 {sha256}: it was never stored (check the reference)")
-            return _unless_pruned(sha256, row)
+            return unless_pruned(sha256, row)
 
         return self._autocommit("get_artifact", read)
 

@@ -29,7 +29,7 @@ from longrun.models.provider import Usage
 from longrun.store.core import StoreCore, fetch, fetch_one
 from longrun.store.tables_spend import BudgetRaiseRow, ModelRequestRow
 
-__all__ = ["TOKENS_SUM", "BudgetRaiseRow", "ModelRequestRow", "RequestCost", "Spend", "SpendMixin"]
+__all__ = ["TOKENS_SUM", "BudgetRaiseRow", "ModelRequestRow", "RequestCost", "Settle", "Spend", "SpendMixin"]
 
 _ROOT = """(WITH RECURSIVE up(run_id, parent_run_id) AS (
     SELECT run_id, parent_run_id FROM runs WHERE run_id = %(run_id)s::text
@@ -43,20 +43,40 @@ SELECT %(run_id)s::text, %(turn)s::integer, %(overflow_retry)s::integer, %(attem
 ON CONFLICT DO NOTHING
 """
 
-_SETTLE_SQL = """
-WITH target AS (
+_SETTLE_CTES = """target AS (
     SELECT run_id, turn, overflow_retry, attempt FROM model_requests
-    WHERE run_id = %(run_id)s::text AND turn = %(turn)s::integer AND status = 'sent'
+    WHERE run_id = %(run_id)s::text AND turn = %(turn)s::integer AND status = 'sent'{guard}
       AND NOT EXISTS (SELECT 1 FROM model_requests d WHERE d.run_id = %(run_id)s::text AND d.turn = %(turn)s::integer
                       AND d.transcript_seq = %(seq)s::integer)
     ORDER BY overflow_retry DESC, attempt DESC LIMIT 1
-)
-UPDATE model_requests m SET status = 'answered', usage = %(usage)s::json, cost_usd = %(cost)s::numeric, priced = %(priced)s::boolean,
-    transcript_seq = %(seq)s::integer, answered_at = now()
-FROM target t
-WHERE m.run_id = t.run_id AND m.turn = t.turn AND m.overflow_retry = t.overflow_retry AND m.attempt = t.attempt
-RETURNING m.attempt
-"""
+), settled AS (
+    UPDATE model_requests m SET status = 'answered', usage = %(s_usage)s::json, cost_usd = %(s_cost)s::numeric,
+        priced = %(s_priced)s::boolean, transcript_seq = %(seq)s::integer, answered_at = now()
+    FROM target t
+    WHERE m.run_id = t.run_id AND m.turn = t.turn AND m.overflow_retry = t.overflow_retry AND m.attempt = t.attempt
+    RETURNING m.attempt
+)"""
+
+_SETTLE_SQL = "WITH " + _SETTLE_CTES.format(guard="") + "\nSELECT attempt FROM settled"
+
+SETTLE_AFTER_APPEND = _SETTLE_CTES.format(guard="\n      AND EXISTS (SELECT FROM ins)")
+"""The settle as common table expressions of a transcript append whose inserted row is `ins`
+(`longrun.store.transcript`): the answer's entry and its settle in one statement, the settle only
+when the entry was written."""
+
+
+@dataclass(frozen=True)
+class Settle:
+    """What settling a turn's request needs besides its run, turn and entry: the answer's usage and
+    cost (None: the model has no price)."""
+
+    usage: Usage
+    cost_usd: float | None
+
+    def params(self) -> dict[str, Any]:
+        return {"s_usage": canonical_json(self.usage.model_dump()), "s_cost": _dollars(self.cost_usd),
+                "s_priced": self.cost_usd is not None}
+
 
 _FAILED_SQL = """
 UPDATE model_requests SET status = 'failed', cost_usd = CASE WHEN priced THEN 0 END, answered_at = now()
@@ -161,8 +181,7 @@ class SpendMixin(StoreCore):
         """The answer of `turn` (its assistant message is entry `transcript_seq`) on the newest
         request sent for it. Idempotent: False when the turn was settled already (or no request
         of it is in the ledger: a run from before it)."""
-        params = {"run_id": run_id, "turn": turn, "seq": transcript_seq, "usage": canonical_json(usage.model_dump()),
-                  "cost": _dollars(cost_usd), "priced": cost_usd is not None}
+        params = {"run_id": run_id, "turn": turn, "seq": transcript_seq, **Settle(usage, cost_usd).params()}
         return bool(self._autocommit("settle_turn", lambda c: fetch(c, _SETTLE_SQL, params)))
 
     def family_spend(self, run_id: str) -> Spend:

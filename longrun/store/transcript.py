@@ -25,27 +25,42 @@ from longrun.errors import RunNotFoundError, StoreError
 from longrun.models import Message, Usage, canonical_json, chain_hash
 from longrun.store.appends import ChainAppendMixin
 from longrun.store.chain import transcript_payload
-from longrun.store.core import MAX_MESSAGE_BYTES, calibration_json, check_int, check_text_size, fetch, fields, validate
+from longrun.store.core import (
+    MAX_MESSAGE_BYTES,
+    InvalidInputError,
+    calibration_json,
+    check_int,
+    check_text_size,
+    fetch,
+    fields,
+    validate,
+)
 from longrun.store.records import TranscriptRecord
+from longrun.store.spend import SETTLE_AFTER_APPEND, Settle
 from longrun.store.tombstone import tombstone_of
 
-_APPEND_SQL = """
-WITH upd AS (
+_UPDATE_HEAD = """upd AS (
     UPDATE runs SET transcript_head = %(hash)s, transcript_count = %(seq)s,
         calibration = coalesce(%(calibration)s::jsonb, calibration)
     WHERE run_id = %(run_id)s AND transcript_head = %(prev)s AND transcript_count = %(seq)s - 1
     RETURNING run_id
-)
-INSERT INTO transcript_entries
+)"""
+
+_INSERT = """INSERT INTO transcript_entries
     (run_id, seq, role, content, token_estimate, usage, turn, created_at, prev_hash, hash)
 SELECT run_id, %(seq)s::integer, %(role)s::text, %(content)s::json, %(token_estimate)s::integer,
        %(usage)s::json, %(turn)s::integer, %(now)s::timestamptz, %(prev)s::text, %(hash)s::text
 FROM upd
-RETURNING seq
-"""
+RETURNING seq"""
+
+_APPEND_SQL = f"WITH {_UPDATE_HEAD}\n{_INSERT}"
 """One append, one round trip: entry `seq` chained on `prev`, written only if `prev` and `seq - 1`
 are the transcript head on `runs` (which the same statement moves). A model call's answer brings the
 calibration it updated (`calibration`, else NULL: kept): one statement for both."""
+
+_APPEND_SETTLE_SQL = f"WITH {_UPDATE_HEAD}, ins AS (\n{_INSERT}\n), {SETTLE_AFTER_APPEND}\nSELECT seq FROM ins"
+"""A model's answer, its calibration and the settle of its request in the spend ledger
+(`longrun.store.spend`): one statement, so the ledger row is answered exactly when the entry lands."""
 
 _COLUMNS = "t.seq, t.role, t.content, t.token_estimate, t.usage, t.turn, t.created_at, t.prev_hash, t.hash"
 
@@ -127,10 +142,13 @@ class TranscriptMixin(ChainAppendMixin):
         usage: Usage | None = None,
         turn: int | None = None,
         calibration: dict[str, Any] | None = None,
+        settle: Settle | None = None,
     ) -> int:
         """Append one message to the run's transcript (kept in full, hash-chained), and with
         `calibration`, replace the run's calibration data in the same statement (as
-        `set_calibration` would: a model call's answer and what it taught the estimator).
+        `set_calibration` would: a model call's answer and what it taught the estimator); with
+        `settle` (a model's answer, `turn` set), settle the turn's request in the spend ledger in
+        that statement too (as `settle_turn` would, and only if the entry is written).
 
         Returns:
             The entry's sequence number (1, 2, ... per run).
@@ -148,9 +166,13 @@ class TranscriptMixin(ChainAppendMixin):
             digest = self._transcript_hash(run_id, seq, prev, msg.role, content, token_estimate, usage_json, turn, now)
             return ({"run_id": run_id, "seq": seq, "role": msg.role, "content": content_text,
                      "token_estimate": token_estimate, "usage": usage_text, "turn": turn, "now": now,
-                     "prev": prev, "hash": digest, "calibration": calibration_text}, seq, digest)
+                     "prev": prev, "hash": digest, "calibration": calibration_text, **settled}, seq, digest)
 
-        return self._append_chained("append_transcript", "transcript", run_id, _APPEND_SQL, build) + 1
+        if settle is not None and turn is None:
+            raise InvalidInputError("turn: a settled answer needs its turn")
+        settled = {} if settle is None else settle.params()
+        sql = _APPEND_SQL if settle is None else _APPEND_SETTLE_SQL
+        return self._append_chained("append_transcript", "transcript", run_id, sql, build) + 1
 
     def _transcript_entry(
         self, message: Any, token_estimate: Any, usage: Any, turn: Any, *, what: str = "transcript message",

@@ -9,7 +9,8 @@ snapshot, and tells the store the heads it saw, as those reads do (state and tra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -27,7 +28,8 @@ _HEAD = "t.state, t.state_version, r.state_head, r.transcript_count AS t_count, 
 
 _TURN_SQL = VISIBLE_ENTRIES + f"""
 SELECT {_HEAD}, r.calibration, e.seq, e.role, e.turn, s.ledger_tokens,
-       p.version, p.base_state_version, p.covers_through_seq, p.content, p.report
+       p.version, p.base_state_version, p.covers_through_seq, p.content, p.report,
+       a.shas, a.datas, a.pruned, a.sizes
 FROM task_states t JOIN runs r ON r.run_id = t.run_id
 LEFT JOIN LATERAL (
     SELECT x.seq, x.role, x.turn FROM te x ORDER BY x.seq DESC LIMIT 1
@@ -40,6 +42,11 @@ LEFT JOIN LATERAL (
         SELECT %(run_id)s::text UNION ALL SELECT c.run_id FROM runs c JOIN down d ON c.parent_run_id = d.run_id
     ) SELECT {TOKENS_SUM} AS ledger_tokens FROM model_requests m WHERE m.run_id IN (SELECT run_id FROM down)
 ) s ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(x.sha256) AS shas, array_agg(x.data) AS datas, array_agg(x.pruned_at) AS pruned,
+           array_agg(x.size) AS sizes
+    FROM artifacts x WHERE x.sha256 = ANY(%(shas)s::text[])
+) a ON true
 WHERE t.run_id = %(run_id)s
 """
 
@@ -57,13 +64,15 @@ class TurnHead:
     empty until first set), the newest transcript entry as (seq, role, turn), None when the
     transcript is empty, the newest projection (None before the first compaction), and the
     tokens of the answered requests of the run and of its subagents (children, theirs, ...) in
-    the spend ledger: what its token cap counts."""
+    the spend ledger (what its token cap counts), and the artifacts asked for by sha256 as
+    (data, pruned_at, size) rows (`unless_pruned` tells a pruned one; an unknown sha256 is missing)."""
 
     state: TaskState
     calibration: dict[str, Any]
     last_entry: tuple[int, str, int | None] | None
     projection: Projection | None
     ledger_tokens: int = 0
+    artifacts: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
 
 
 class TurnReadsMixin(StateMixin):
@@ -79,20 +88,23 @@ class TurnReadsMixin(StateMixin):
         self._remember_head(run_id, row.t_count, row.t_head, "transcript", newer_only=True)
         return row, state
 
-    def load_turn_head(self, run_id: str) -> TurnHead:
-        """The head state, the calibration, the newest transcript entry, the newest projection and
-        the tokens of the run and its subagents in the spend ledger, in one statement (what an agent's turn reads before it commits, reconciles and calls the
-        model).
+    def load_turn_head(self, run_id: str, artifacts: Sequence[str] = ()) -> TurnHead:
+        """The head state, the calibration, the newest transcript entry, the newest projection, the
+        tokens of the run and its subagents in the spend ledger, and the `artifacts` named (the
+        previous turn's tool results, which the turn commits), in one statement (what an agent's
+        turn reads before it commits, reconciles and calls the model).
 
         Raises:
             RunNotFoundError: no run has this id.
         """
 
         def read(c: psycopg.Connection) -> TurnHead:
-            row, state = self._head_row(c, _TURN_SQL, {"run_id": run_id})
+            row, state = self._head_row(c, _TURN_SQL, {"run_id": run_id, "shas": list(artifacts)})
             last = None if row.seq is None else (row.seq, row.role, row.turn)
             projection = None if row.version is None else ArtifactsMixin._projection(run_id, row)
-            return TurnHead(state, dict(row.calibration or {}), last, projection, int(row.ledger_tokens))
+            found = {sha: (data, pruned, size) for sha, data, pruned, size
+                     in zip(row.shas or (), row.datas or (), row.pruned or (), row.sizes or (), strict=True)}
+            return TurnHead(state, dict(row.calibration or {}), last, projection, int(row.ledger_tokens), found)
 
         return self._autocommit("load_turn_head", read)
 

@@ -6,6 +6,10 @@ spend ledger's crash tests. A priced provider (`priced:v1`) follows a plan and l
 KILL_AT: `after-answer` (the provider answered; nothing is saved yet), `before-ledger` (the
 answer and its usage are in the transcript; the ledger row is not settled), or `none`. The kill
 fires once, on turn 1 (a marker file next to CALL_LOG remembers it fired).
+
+A worker settles the answer in the statement that appends it (issue 26), so `before-ledger` is
+what a worker from before that left behind: this one appends the answer without its settle,
+then dies; the next worker must settle it once.
 """
 
 from __future__ import annotations
@@ -54,15 +58,19 @@ class LoggedPlan(PlanProvider):
 
 
 class KillingStore(Store):
-    """Dies between the transcript append (usage saved with the answer) and the ledger settle."""
+    """Dies between the transcript append (usage saved with the answer) and the ledger settle:
+    at `before-ledger`, the answer of turn 1 is appended without its settle (as a worker from
+    before issue 26 wrote it), then the process dies."""
 
     kill_at = "none"
     marker = Path("/nonexistent")
 
-    def settle_turn(self, run_id: str, **kw: Any) -> bool:
-        if self.kill_at == "before-ledger" and kw.get("turn") == 1:
+    def append_transcript(self, run_id: str, message: Any, **kw: Any) -> int:
+        unsettled = self.kill_at == "before-ledger" and kw.get("turn") == 1 and kw.get("settle") is not None
+        if unsettled and not self.marker.exists():
+            super().append_transcript(run_id, message, **{**kw, "settle": None})
             _kill_once(self.marker)
-        return super().settle_turn(run_id, **kw)
+        return super().append_transcript(run_id, message, **kw)
 
 
 async def serve(db_url: str, address: str, task_queue: str, log: str, kill_at: str) -> None:
