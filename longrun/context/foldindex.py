@@ -153,6 +153,8 @@ class Earlier:
             other = facts.attributes(o)
             if (attrs or other) and not (attrs & other):
                 continue
+            if not facts.said_alike(u, o):
+                continue
             return i
         return None
 
