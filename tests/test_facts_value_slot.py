@@ -35,6 +35,13 @@ VALUE_AFTER_SEPARATOR = (
 )
 
 
+def test_a_new_name_corrects_the_identifier_that_was_the_value() -> None:
+    old, new = "The release codename for search-api is HERON-12.", "the search-api release codename changed to KITE-40"
+    assert _current(old, new) == [new]
+    assert _current(old, "the billing-api release codename changed to KITE-40") == [
+        old, "the billing-api release codename changed to KITE-40"], "another subject's name corrects nothing here"
+
+
 def test_a_chain_across_structures_leaves_only_the_last_value_current() -> None:
     chain = ("search-api index alias: idx-2024-a (provisional)",
              '{"service": "search-api", "index_alias": "idx-2024-b", "previous": "idx-2024-a"}',
