@@ -11,6 +11,10 @@ No model is involved and nothing is paraphrased: the ledger (`ledger.py`) keeps 
 so an answer stays on the same line as its subject. The heuristics here decide only *which* lines
 are kept and which ones a later line supersedes; they err towards keeping (a fact kept twice costs
 a line, a fact dropped is lost).
+
+Over 400 lines: the per-line analysis and the sets derived from it (subjects, attributes, held
+values) share its compiled patterns and its caches; what splits off by job already lives beside it
+(`valueslot`, `valuekinds`, `codelike`, `atomic`).
 """
 
 from __future__ import annotations
