@@ -19,6 +19,10 @@ from bench.retention.probe import Probe, answers
 from bench.retention.score import lines as score_lines
 from bench.retention.tooling import Call
 
+CORRECTION_SHAPES = (9, 2, 2, 2)
+"""How often a correction is an attribute said again (`CORRECTION_TEMPLATES`), a relation re-pointed,
+a codename changed, or a value corrected inside a line of dozens of pairs."""
+
 
 @dataclass
 class Turn:
@@ -162,6 +166,10 @@ class Facts:
                         answer=new, superseded=(old,), template="corr.reprobe", speaker="tool", position=pos,
                         statement=line)
             return
+        shape = self.r.choices(("attr", "repoint", "rename", "pair_fix"), CORRECTION_SHAPES)[0]
+        if shape != "attr":
+            getattr(self, shape)(first, pos, probe, speaker)
+            return
         s, a = self.subject_attr()
         chain = [self.fresh(a.make) for _ in range(3 if self.r.random() < 0.2 else 2)]
         _, prov = self.r.choice(ph.PROVISIONAL_TEMPLATES)
@@ -175,6 +183,66 @@ class Facts:
         self.record(probe, category="correction", question=f"What is the current {a.label} of {s}?", subject=s,
                     answer=chain[-1], superseded=tuple(chain[:-1]), template=tid, speaker=speaker, position=pos,
                     statement=line)
+
+    def repoint(self, first: float, pos: float, probe: bool, speaker: str) -> None:
+        """A single-valued relation stated, then re-pointed in another structure."""
+        for _ in range(50):
+            kind = self.r.choice(tuple(ph.REPOINT_VERBS))
+            a, b, c = self.service(), self.target(kind), self.target(kind)
+            if len({a, b, c}) == 3 and (a, kind) not in self.used_attr:
+                break
+        else:
+            raise RuntimeError("no free relation")
+        self.used_attr.add((a, kind))
+        self.used_pairs.update({(a, b), (a, c)})
+        _, old = self.r.choice(ph.RELATIONS[kind][1])
+        self.put(first, self.r.choice(("user", "assistant")), old(a, b), "relation")
+        tid, new = self.r.choice(ph.REPOINT_TEMPLATES)
+        line = self.put(pos, speaker, new(a, ph.REPOINT_VERBS[kind], b, c), "relation")
+        self.record(probe, category="correction", question=ph.RELATIONS[kind][0].format(s=a) + " (now)", subject=a,
+                    answer=c, superseded=(b,), template=tid, speaker=speaker, position=pos, statement=line)
+
+    def rename(self, first: float, pos: float, probe: bool, speaker: str) -> None:
+        """A codename stated, then changed in other words."""
+        s = self.service()
+        for _ in range(50):
+            if (s, "codename") not in self.used_attr:
+                break
+            s = self.n.service()
+        self.used_attr.add((s, "codename"))
+        old, new = (self.n.take(lambda: f"{self.r.choice(w.NOUN).upper()}-{self.r.randint(100, 999)}") for _ in range(2))
+        self.put(first, self.r.choice(("user", "assistant")), self.r.choice(ph.RENAME_OLD)(s, old))
+        tid, fix = self.r.choice(ph.RENAME_TEMPLATES)
+        line = self.put(pos, speaker, fix(s, old, new))
+        self.record(probe, category="correction", question=f"What is the current codename of {s}?", subject=s,
+                    answer=new, superseded=(old,), template=tid, speaker=speaker, position=pos, statement=line)
+
+    def pair_fix(self, first: float, pos: float, probe: bool, speaker: str) -> None:
+        """A line of dozens of `KEY=VALUE` pairs, then a later, shorter line of pairs that restates
+        some of them as they were and one with a new value (the probe)."""
+        r = self.r
+        syntax = r.choice(("eq", "pipe", "colon"))
+        sep, joint = {"eq": ("; ", "="), "pipe": (" | ", "="), "colon": (", ", ": ")}[syntax]
+        makes = (w.port, w.semver, w.duration, w.percent, w.number)
+        make = r.choice(makes)
+        pairs = [(self.n.param(), self.fresh(r.choice(makes))) for _ in range(r.randint(24, 60))]
+        at = r.randrange(len(pairs))
+        k, old = pairs[at][0], self.fresh(make)
+        pairs[at] = (k, old)
+        header = r.choice(("Authoritative records:", "CURRENT PARAMETERS", "Config dump, all current:"))
+        body = sep.join(f"{x}{joint}{v}" for x, v in pairs)
+        self.put(first, "user", f"{header}\n{body}" if header.isupper() or r.random() < 0.5 else f"{header} {body}")
+        new = self.fresh(make)
+        again = [*r.sample([p for i, p in enumerate(pairs) if i != at], r.randint(3, 12)),
+                 *((self.n.param(), self.fresh(r.choice(makes))) for _ in range(r.randint(0, 6))), (k, new)]
+        r.shuffle(again)
+        header = r.choice(ph.RECORD_HEADERS)
+        body = sep.join(f"{x}{joint}{v}" for x, v in again)
+        line = f"{header}\n{body}" if header.isupper() or r.random() < 0.5 else f"{header} {body}"
+        self.put(pos, "user" if speaker == "tool" else speaker, line)
+        self.record(probe, category="correction", question=f"What is {k} set to now?", subject=k, answer=new,
+                    superseded=(old,), template=f"pairfix-{syntax}", speaker=speaker, position=pos,
+                    statement=next(x for x in score_lines([line]) if answers(x, k, new)))
 
     def status(self, pos: float, probe: bool, speaker: str) -> None:
         i = self.n.task()

@@ -87,6 +87,33 @@ CORRECTION_TEMPLATES: tuple[tuple[str, CorrRender], ...] = (
     ("corr.arrow", lambda s, a, o, n: f"{s} {a.key}: {o} -> {n} (final)"),
 )
 
+# Corrections of other structures than an attribute said again (issue 25, "supersession across
+# rewording"): a relation re-pointed, a name changed, a value corrected inside a long line of pairs.
+REPOINT_VERBS = {"routes_to": "routes to", "reads_from": "reads from", "publishes_to": "publishes to",
+                 "deployed_to": "is scheduled on"}
+"""Single-valued relations (a service routes to one place at a time; `depends_on` may have many)."""
+RepointRender = Callable[[str, str, str, str], str]
+REPOINT_TEMPLATES: tuple[tuple[str, RepointRender], ...] = (
+    ("rp.now", lambda a, verb, b, c: f"{a} now {verb} {c}"),
+    ("rp.fromto", lambda a, verb, b, c: f"re-pointed {a} from {b} to {c}"),
+    ("rp.table", lambda a, verb, b, c: f"| {a} | {verb} | {c} |"),
+    ("rp.instead", lambda a, verb, b, c: f"{a} {verb} {c} instead of {b}"),
+    ("rp.cutover", lambda a, verb, b, c: f"cutover done: {a} {verb} {c} from now on"),
+)
+RENAME_OLD: tuple[Callable[[str, str], str], ...] = (
+    lambda s, v: f"The codename for {s} is {v}.",
+    lambda s, v: f"{s} codename: {v}",
+    lambda s, v: f"| {s} | codename | {v} |",
+)
+RENAME_TEMPLATES: tuple[tuple[str, Callable[[str, str, str], str]], ...] = (
+    ("rn.calling", lambda s, o, n: f"We are calling {s} {n} now."),
+    ("rn.changed", lambda s, o, n: f"the {s} codename changed to {n}"),
+    ("rn.known", lambda s, o, n: f"From here on {s} is known as {n}."),
+    ("rn.colon", lambda s, o, n: f"new codename for {s}: {n}"),
+)
+RECORD_HEADERS = ("Records update:", "CURRENT PARAMETERS (revised)", "Config dump after the fix, all current:")
+"""Headers of the later line of pairs that restates some pairs with new values."""
+
 RELATIONS: dict[str, tuple[str, tuple[tuple[str, Callable[[str, str], str]], ...]]] = {
     "depends_on": ("What does {s} depend on?", (
         ("rel.dep.prose", lambda a, b: f"{a} depends on {b}"),

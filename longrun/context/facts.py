@@ -14,8 +14,9 @@ a line, a fact dropped is lost).
 
 Over 400 lines on purpose: the value patterns, the table of what each needs before it is searched
 (`_NEEDS`) and the analysis and masking that use both stay together, so a pattern cannot change
-without its prefilter beside it (what is separable is already out: `atomic`, `kinds`, `codelike`,
-`valuekinds`, `reword`).
+without its prefilter beside it; the per-line analysis and the sets derived from it (subjects,
+attributes, held values) share its compiled patterns and its caches. What splits off by job
+already lives beside it (`valueslot`, `atomic`, `kinds`, `codelike`, `valuekinds`, `reword`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from longrun.context import atomic, fastre, kinds
+from longrun.context import atomic, fastre, kinds, valueslot
 from longrun.context.codelike import code_like as code_like
 from longrun.context.codelike import code_share as code_share
 from longrun.context.codelike import log_like as log_like
@@ -81,6 +82,7 @@ a hash seven hex digits in a row, a path `/`, an identifier `-`, `_` or a digit,
 or a quote, a name `.`, `:` or a capital): a line without it is not searched (extraction's cost,
 issue 25)."""
 _JSON_KEY = re.compile(r"\"([\w.-]+)\"\s*:")
+_JSON_PAIR = re.compile(r"\"([\w.-]+)\"\s*:\s*\"([^\"\n]{1,120})\"")
 _WORD = re.compile(r"[a-z][a-z']+")
 
 RELATION = fastre.fold(re.compile(
@@ -288,7 +290,14 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
     if rest.lstrip().startswith("{"):
         # a JSON record: its keys are attributes (content words), not subjects or values
         keys = {k.lower() for k in _JSON_KEY.findall(rest)}
+        rest = _json_values(rest, values)
         rest = _JSON_KEY.sub(" ", rest)
+    else:
+        slot = valueslot.find(rest, _IDENT, _NAME, _HASH)
+        if slot is not None and _head_says_of_a_subject(*slot):
+            a, b = slot[2]
+            values.add(rest[a:b])
+            rest = f"{rest[:a]} {rest[b:]}"
     rest = take(_ADDRESS, values, rest)
     rest = take(_HASH, values, rest)
     rest = take(_PATH, names, rest)
@@ -299,6 +308,45 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
     words = {w for w in [*_WORD.findall(rest.lower()), *keys] if w not in STOPWORDS and w not in _CUE_WORDS}
     return (frozenset(values), frozenset(n.lower() for n in names), frozenset(_stem(w) for w in words),
             fastre.found(RELATION, text), fastre.found(STATUS, text), fastre.found(CORRECTION, text))
+
+
+def _json_values(record: str, values: set[str]) -> str:
+    """A JSON record's identifier values into `values`, but its first field's, which names the
+    record (`{"name": "cedar-orders", "flag": "ff_a", "previous": "ff_b"}` is about cedar-orders;
+    ff_a is what it says of it): `record` with them blanked. The JSON form of `valueslot`."""
+    spans = [m.span(2) for m in _JSON_PAIR.finditer(record)][1:]
+    spans = [(a, b) for a, b in spans if valueslot.identifiers((record[a:b],), _IDENT, _NAME)]
+    for a, b in reversed(spans):
+        values.add(record[a:b])
+        record = f"{record[:a]} {record[b:]}"
+    return record
+
+
+def _head_says_of_a_subject(head: str, sep: str, span: tuple[int, int]) -> bool:
+    """Whether what precedes a value place (`valueslot.find`) makes the token there a value: what
+    follows `KEY=` always is; before a colon, `is` or a table row's last cell, the head must name a
+    subject and say something of it (a content word or an attribute name). After a label
+    ("Blocked: T-14", "Next up: MIG-7") or a bare name ("orders-api: pg-main-3") the identifier
+    stays a subject, and two such lines stay two facts."""
+    if sep == "=":
+        return True
+    _, names, words, *_ = _analysis(head)
+    return bool(_subjects_of(names)) and bool(words or names & ATTRIBUTE_NAMES or any(attribute_key(n) for n in names))
+
+
+def said_alike(u: Unit, o: Unit) -> bool:
+    """Whether two lines may be the same fact said again, as far as their values tell: when the
+    only kind of value they share is "other" and each holds a bare identifier (`valueslot`: a value
+    that says nothing of what it is), they must say the attribute in the same words, a synonym is
+    not enough ("lunar-maps region: us-west-2" is not "| lunar-maps | cluster | k8s-umber-16 |",
+    although region and cluster share a group)."""
+    mine, theirs = held_values(u), held_values(o)
+    if value_kinds(mine) & value_kinds(theirs) != {"other"}:
+        return True
+    if not (any(valueslot.identifiers((v,), _IDENT, _NAME) for v in mine)
+            and any(valueslot.identifiers((v,), _IDENT, _NAME) for v in theirs)):
+        return True
+    return bool(attribute_words(u) & attribute_words(o))
 
 
 @lru_cache(maxsize=65_536)
@@ -347,17 +395,22 @@ def attributes(u: Unit) -> set[str]:
 
 
 def _attributes(u: Unit) -> set[str]:
+    parts = attribute_words(u)
+    return parts | {_CANON[p] for p in parts if p in _CANON}
+
+
+def attribute_words(u: Unit) -> set[str]:
+    """`attributes` as said, without their synonym groups."""
     parts = {p for w in u.words for p in (w, *w.split("_")) if len(p) > 1}
     for n in u.names:
         if "_" in n:
             parts.update(p for p in n.split("_") if len(p) > 1)
         elif n in _CANON or n in ATTRIBUTE_NAMES:
             parts.add(n)
-    return parts | {_CANON[p] for p in parts if p in _CANON}
+    return parts
 
 
-ATTRIBUTE_NAMES = frozenset(("md5", "sha1", "sha256", "sha512", "crc32", "on-call", "ipv4", "ipv6", "p50", "p95", "p99",
-                             "utf-8", "x86_64", "arm64", "k8s"))
+ATTRIBUTE_NAMES = valueslot.ATTRIBUTE_NAMES
 """Names that look like identifiers but say what, not who: never a fact's subject."""
 
 

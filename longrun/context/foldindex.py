@@ -153,6 +153,8 @@ class Earlier:
             other = facts.attributes(o)
             if (attrs or other) and not (attrs & other):
                 continue
+            if not facts.said_alike(u, o):
+                continue
             return i
         return None
 
@@ -220,7 +222,7 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
         shared_values = facts.held_values(o) & facts.held_values(u)
         if not (names or shared_values):
             continue  # a correction names its subject or the value it replaces
-        same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values)
+        same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values) or _renames(u, o)
         same_attr = attrs & facts.attributes(o)
         if not (shared_values or (same_attr and same_kind)):
             continue
@@ -229,3 +231,14 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
         found.append((2 * names + len(same_attr) + 3 * len(shared_values), i))
     found.sort(key=lambda f: (-f[0], -f[1]))
     return [i for _, i in found]
+
+
+def _renames(u: Unit, o: Unit) -> bool:
+    """A line that holds no value and names one new thing, where the earlier line held one bare
+    identifier as its value: the new name is that value's successor ("the X codename changed to
+    NEW-2" corrects "The codename for X is OLD-1"). Narrow on purpose: wider, cue words in long
+    lines of code and prose linked them to unrelated lines."""
+    held = facts.held_values(o)
+    new = facts.subjects(u) - facts.subjects(o)
+    return not u.values and len(new) == 1 and len(held) == 1 and facts.value_kinds(held) == {"other"}
+

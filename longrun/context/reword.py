@@ -75,7 +75,7 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
     if e is None or i is None or e.unit.where != u.where:
         return None
     theirs = topic(e.unit)
-    if theirs is None or not (mine[2] & theirs[2]) or mine[1] <= theirs[1]:
+    if theirs is None or not (mine[2] & theirs[2]) or mine[1] <= theirs[1] or not facts.said_alike(u, e.unit):
         return None
     return i
 
