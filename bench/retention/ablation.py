@@ -52,8 +52,12 @@ def _no_ledger() -> AbstractContextManager[None]:
 
 
 def _no_supersession() -> AbstractContextManager[None]:
-    def fold(previous: Any, new: Any) -> list[ledger.Entry]:
-        return [*previous, *(ledger.Entry(u) for u in new if not u.quoted)]
+    def fold(previous: Any, new: Any, created: list[ledger.Entry] | None = None, seq_of: Any = None,
+             index: Any = None) -> list[ledger.Entry]:
+        made = [ledger.Entry(u) for u in new if not u.quoted]
+        if created is not None:  # the fact store records what each fold made
+            created.extend(made)
+        return [*previous, *made]
 
     return _patched(ledger, "fold", fold)
 
