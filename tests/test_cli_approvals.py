@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -92,7 +93,10 @@ def test_wrong_key_is_refused_a_signed_approval_counts_and_a_rewrite_is_caught(c
 
 
 def test_revoked_and_expired_keys_are_refused_until_a_new_key_signs(cli: Cli, workspace: Path) -> None:
-    for name, extra in (("carol", ()), ("dave", ("--expires", "6s"))):
+    # dave's key must still be active when `start` checks the approvers: under load a `longrun`
+    # command takes seconds (6 s was not enough once), so it expires later and the test waits for
+    # the expiry the key list names, not for a fixed time
+    for name, extra in (("carol", ()), ("dave", ("--expires", "45s"))):
         added = cli("approvers", "add", name, *extra)
         assert added.returncode == 0, added.stderr
     run_id, _status = cli.start_and_wait(workspace, "--approver", "carol", "--approver", "dave")
@@ -107,7 +111,7 @@ def test_revoked_and_expired_keys_are_refused_until_a_new_key_signs(cli: Cli, wo
 
     expires = next(r for r in cli.json("approvers", "list")["principals"] if r["principal"] == "dave")["expires_at"]
     assert expires is not None
-    time.sleep(6.5)
+    time.sleep(max(0.0, (datetime.fromisoformat(expires) - datetime.now(UTC)).total_seconds()) + 0.5)
     expired = cli("approve", run_id, "--as", "dave")
     assert expired.returncode == 1 and "expired at" in expired.stderr
     assert cli.json("status", run_id)["status"] == "waiting_approval"
