@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -62,6 +62,18 @@ class EmbeddedPostgres:
             self.server.cleanup()
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def postgres(url: str | None, bench: str) -> Iterator[str]:
+    """`url` when given, else a throwaway embedded server's for the benchmark `bench` (said on
+    stderr, as starting one takes seconds)."""
+    if url is not None:
+        yield url
+        return
+    progress(f"{bench}: starting an embedded PostgreSQL server")
+    with EmbeddedPostgres() as started:
+        yield started
 
 
 def _spec() -> RunSpec:
@@ -187,12 +199,7 @@ def bench_raw(url: str, n: int, seconds: float, *, contended: bool) -> tuple[flo
 def run(seconds: float = 3.0, writers: tuple[int, ...] = WRITERS, url: str | None = None, rounds: int = 4) -> Section:
     """`seconds` per figure, measured in `rounds` interleaved slices (raw, compare_and_set, update_state)."""
     t0 = time.perf_counter()
-    server = None
-    if url is None:
-        progress("store: starting an embedded PostgreSQL server")
-        server = EmbeddedPostgres()
-        url = server.__enter__()
-    try:
+    with postgres(url, "store") as url:
         table = Table(f"State store: compare-and-set commits per second ({seconds:g} s per figure in {rounds} interleaved "
                       "slices, each writer a thread with its own connection)",
                       ["writers", "case", "Store.compare_and_set", "Store.update_state", "floor: raw UPDATE ... WHERE version",
@@ -222,6 +229,3 @@ def run(seconds: float = 3.0, writers: tuple[int, ...] = WRITERS, url: str | Non
             "loading the head.",
         ]
         return Section("store", [table], seconds=time.perf_counter() - t0, reproduce="python -m bench.run --only store")
-    finally:
-        if server is not None:
-            server.__exit__(None, None, None)

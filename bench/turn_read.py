@@ -15,7 +15,7 @@ import statistics
 import time
 
 from bench.report import Section, Table, progress
-from bench.store import EmbeddedPostgres
+from bench.store import postgres
 from longrun.models.spec import RunSpec
 from longrun.store import Store, turn_reads
 from longrun.store.core import fetch_one
@@ -51,12 +51,7 @@ def _median_ms(store: Store, sqls: dict[str, str]) -> dict[str, float]:
 
 def run(url: str | None = None) -> Section:
     t0 = time.perf_counter()
-    server = None
-    if url is None:
-        progress("turn_read: starting an embedded PostgreSQL server")
-        server = EmbeddedPostgres()
-        url = server.__enter__()
-    try:
+    with postgres(url, "turn_read") as url:
         table = Table(f"The turn's first read, with and without the token cap's ledger sum (median of {READS} "
                       "interleaved reads each)", ["answered requests in the ledger", "with the sum", "without",
                                                   "added per turn"])
@@ -80,6 +75,3 @@ def run(url: str | None = None) -> Section:
         ]
         return Section("turn_read", [table], seconds=time.perf_counter() - t0,
                        reproduce="python -m bench.run --only turn_read")
-    finally:
-        if server is not None:
-            server.__exit__(None, None, None)
