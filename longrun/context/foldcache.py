@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from operator import attrgetter
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import TypeVar
 
 from longrun.context import facts, kinds
