@@ -262,3 +262,27 @@ def test_a_result_microcompact_cleared_earlier_still_has_its_facts_quoted_when_s
     assert "summarize" in p2.report.stages_run
     assert "- quota-svc timeout_ms: 3000" in ledger_lines(p2)
 
+
+
+def test_a_cleared_result_yields_the_same_fact_units_as_the_result_it_replaced() -> None:
+    """Stage 1 keeps a cleared result's lines unanalysed (`ledger.facts_to_keep`); the ledger reads
+    from them the facts it read from the result: the same lines, no line without a fact, no line
+    that dismisses itself (issue 25: the analysis moved out of the per-request stage)."""
+    from longrun.context.transcript import replace_result
+    from longrun.models.blocks import ToolResultBlock
+
+    lines = [f"billing-svc replica {k} listens on port {8400 + k}" for k in range(12)]
+    lines += ["all good here", "unrelated: the other team's port 9999 is not ours", "payments-api owner: @dana-k"]
+    result = ToolResultBlock(tool_use_id="t1", content="\n".join(lines))
+    cleared = replace_result(result, "[result cleared]", tool="read_file", sha="ab" * 32, tokens=200,
+                             stage="microcompact", keep_facts=ledger.facts_to_keep(result))
+    hint = {"t1": "read_file config/ports.txt"}
+
+    def read(b: ToolResultBlock) -> list[tuple[str, str]]:
+        return [(u.text, u.where) for u in ledger.units_of([Message(role="user", content=[b])], hint)]
+
+    direct = read(result)
+    assert direct == read(cleared)
+    assert ("billing-svc replica 11 listens on port 8411", "") in direct
+    assert ("payments-api owner: @dana-k", "") in direct
+    assert not [t for t, _ in direct if t in ("all good here",) or "unrelated" in t]

@@ -224,24 +224,21 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     values), names (paths, identifiers, acronyms) and content words, its cues and its kind. A
     type label leading the line ("SAFETY RULE:", "Critical:") decides the kind but is not part of
     what the line is about (`kinds.strip_label`); the text stays verbatim."""
-    cues = _cues(text, source)
-    # the dataclass's own fields, set as its __init__ sets them (no __post_init__), without its
-    # keyword handling: a compaction makes a Unit for every line it reads and every row it indexes
+    # the dataclass's own fields, as its __init__ sets them (no __post_init__), copied from the
+    # cached ones in one go: a compaction makes a Unit for every line it reads and every row it
+    # indexes, and three `update`s of the instance's dict cost 3-4 times this copy (issue 25)
     u = object.__new__(Unit)
-    d = u.__dict__
-    d.update(text=text, source=source, where=where, order=order)
-    d.update(cues["fields"])
-    d.update(count=1, quoted=False, origin="", memo=cues["memo"])
+    u.__dict__ = {**_cues(text, source), "where": where, "order": order}
     return u
 
 
 @lru_cache(maxsize=65_536)
 def _cues(text: str, source: str) -> dict[str, Any]:
-    """`analyse`'s fields that depend on the text and its source alone, cached: every compaction
-    of a run reads its store's current rows again (the dict is copied into each Unit's fields,
-    whose values are immutable). Its `memo` is shared by every Unit of the same text and source:
-    what is memoised there (subjects, held values, attributes, topic) derives from those fields
-    alone, so each compaction's fold does not derive it again for every row."""
+    """`analyse`'s fields but `where` and `order`, which depend on the text and its source alone,
+    cached: every compaction of a run reads its store's current rows again (the dict is copied
+    into each Unit's fields, whose values are immutable). Its `memo` is shared by every Unit of the
+    same text and source: what is memoised there (subjects, held values, attributes, topic)
+    derives from those fields alone, so each compaction's fold does not derive it again for every row."""
     label, body = kinds.strip_label(text)
     values, names, words, relation, status, correction = _analysis(body)
     kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
@@ -250,11 +247,13 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     if not correction and kind not in ("rule", "preference") and NOT_CUE.search(body):
         correction = True
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
-    return {"memo": {}, "fields": {
+    return {  # the dataclass's field order
+        "text": text, "source": source, "where": "", "order": 0,
         "values": values, "names": names, "words": words, "kind": kind,
         "rejected": kind == "decision" and kinds.rejects(body), "labelled": bool(label),
         "typed": bool(label) and source != "tool" and kinds.typed(text), "relation": relation,
-        "instruction": instruction, "status": status, "correction": correction}}  # the dataclass's field order
+        "instruction": instruction, "status": status, "correction": correction,
+        "count": 1, "quoted": False, "origin": "", "memo": {}}
 
 
 @lru_cache(maxsize=65_536)
@@ -452,8 +451,10 @@ def _held(u: Unit) -> frozenset[str]:
     return u.values | frozenset(n for n in u.names if "/" in n)
 
 
+@lru_cache(maxsize=65_536)
 def dismissed(text: str) -> bool:
-    """The line says itself that it is unrelated, obsolete or to be ignored."""
+    """The line says itself that it is unrelated, obsolete or to be ignored (cached: a compaction
+    asks it of every unit it reads, and a run's lines repeat)."""
     return fastre.found(DISMISSED, text)
 
 

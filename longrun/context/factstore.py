@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from longrun.context import facts, foldcache, kinds, ledger
 from longrun.context.facts import Unit
@@ -30,6 +31,7 @@ from longrun.context.ledger import Entry
 from longrun.models.context import FactRow
 
 _WORDS = re.compile(r"[\w./@$-]+")
+_SEQ = attrgetter("seq")
 
 
 def subject_key(u: Unit) -> str:
@@ -44,7 +46,7 @@ class FactStore:
     returns (`Projection.new_facts`) only when the projection itself is kept."""
 
     def __init__(self, rows: Iterable[FactRow] = ()) -> None:
-        self.rows: list[FactRow] = sorted(rows, key=lambda r: r.seq)
+        self.rows: list[FactRow] = sorted(rows, key=_SEQ)
         self._gone: set[int] = {s for r in self.rows for s in r.supersedes}
 
     @property

@@ -21,10 +21,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import TypeVar
 
 from longrun.context import facts, kinds
-from longrun.context.foldindex import Earlier, record
+from longrun.context.foldindex import Earlier, Shared, record
 from longrun.context.ledger import Entry
 from longrun.models.context import FactRow
 
@@ -33,13 +34,33 @@ K = TypeVar("K")
 MAX_SNAPSHOTS = 8
 MAX_CHARS = 4_000_000
 
-RowKey = tuple[tuple[int, int, str, str, str, int, bool, bool, tuple[int, ...]], ...]
+_READ = attrgetter("seq", "source_seq", "text", "source", "where", "count", "final", "quoted")
+
+
+class RowKey:
+    """What `FactStore.entries` reads of each row, in order (equal keys, equal indexes), hashed
+    once: a tuple does not keep its hash, and a compaction looks its store's key up, keeps it and
+    moves it in the cache, each a hash of every row's fields (issue 25's cost goal)."""
+
+    __slots__ = ("_hash", "rows")
+
+    def __init__(self, rows: tuple[tuple[tuple[int, int, str, str, str, int, bool, bool], tuple[int, ...]], ...]) -> None:
+        self.rows = rows
+        self._hash = hash(rows)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RowKey) and self._hash == other._hash and self.rows == other.rows
+
+    def __add__(self, more: RowKey) -> RowKey:
+        return RowKey(self.rows + more.rows)
 
 
 def row_key(rows: Sequence[FactRow]) -> RowKey:
-    """What `FactStore.entries` reads of each row, in order: equal keys, equal indexes."""
-    return tuple((r.seq, r.source_seq, r.text, r.source, r.where, r.count, r.final, r.quoted, tuple(r.supersedes))
-                 for r in rows)
+    """The content key of `rows` (`RowKey`)."""
+    return RowKey(tuple((_READ(r), tuple(r.supersedes)) for r in rows))
 
 
 class Snapshot:
@@ -52,8 +73,8 @@ class Snapshot:
         self.line_of: dict[int, int] = {}
         """Row seq -> its line, for the current rows."""
         self.rank: dict[int, tuple[int, int]] = {}
-        self.by_key: dict[tuple[str, frozenset[str]], list[int]] = {}
-        self.by_topic: dict[frozenset[str], list[int]] = {}
+        self.by_key: Shared[tuple[str, frozenset[str]], list[int]] = Shared()
+        self.by_topic: Shared[frozenset[str], list[int]] = Shared()
         self.chars = 0
 
     def copy(self) -> Snapshot:
@@ -61,8 +82,8 @@ class Snapshot:
         out.earlier = self.earlier.copy()
         out.line_of = dict(self.line_of)
         out.rank = dict(self.rank)
-        out.by_key = {k: v[:] for k, v in self.by_key.items()}
-        out.by_topic = {k: v[:] for k, v in self.by_topic.items()}
+        out.by_key = self.by_key.fork()
+        out.by_topic = self.by_topic.fork()
         out.chars = self.chars
         return out
 
@@ -83,9 +104,9 @@ class Snapshot:
             self.earlier.add(e)
             self.line_of[r.seq] = i
             words, topic, _, _ = record(u)
-            self.by_key.setdefault((u.where, words), []).append(i)
+            self.by_key.writable((u.where, words), list).append(i)
             if topic is not None and u.source != "note":
-                self.by_topic.setdefault(topic, []).append(i)
+                self.by_topic.writable(topic, list).append(i)
 
     def drop_rows(self, seqs: Sequence[int]) -> None:
         """Take the current rows `seqs` out, as if never indexed."""
@@ -101,10 +122,11 @@ class Snapshot:
             self.earlier.drop(i, key_before, topic_before)
 
 
-def _without(lines_of: dict[K, list[int]], key: K, i: int) -> int | None:
+def _without(lines_of: Shared[K, list[int]], key: K, i: int) -> int | None:
     """Take line `i` off `key`'s lines; the latest line left, or None."""
     lines = lines_of.get(key, [])
     if i in lines:
+        lines = lines_of.writable(key, list)
         lines.remove(i)
     if not lines:
         lines_of.pop(key, None)

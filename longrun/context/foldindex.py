@@ -20,8 +20,8 @@ Each answer is the one the scanning rules gave (tests/test_context_extraction_sn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from longrun.context import facts, reword
 from longrun.context.facts import Unit
@@ -30,6 +30,40 @@ if TYPE_CHECKING:
     from longrun.context.ledger import Entry
 
 K = TypeVar("K")
+C = TypeVar("C", list[int], set[int])
+
+
+class Shared(dict[K, C], Generic[K, C]):
+    """An index of key -> lines (a list or a set) whose copies share the containers until one of
+    them changes a key's (copy on write): a compaction copies its store's whole index twice (its
+    fold's and the next snapshot's, `foldcache`) and changes a few keys of it, and copying every
+    container was most of what a compaction cost before it read anything (issue 25)."""
+
+    __slots__ = ("owned",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owned: set[K] = set()
+        """The keys whose container this index alone holds (made or copied here since its last fork)."""
+
+    def fork(self) -> Shared[K, C]:
+        """A copy sharing every container with this index; neither changes a shared one in place."""
+        out: Shared[K, C] = Shared()
+        out.update(self)
+        self.owned = set()
+        return out
+
+    def writable(self, key: K, empty: Callable[[], C]) -> C:
+        """The lines of `key` to change in place: new (`empty()`), or copied first when shared."""
+        lines = self.get(key)
+        if lines is None:
+            lines = self[key] = empty()
+        elif key in self.owned:
+            return lines
+        else:
+            lines = self[key] = type(lines)(lines)
+        self.owned.add(key)
+        return lines
 
 
 class Earlier:
@@ -38,13 +72,13 @@ class Earlier:
     def __init__(self) -> None:
         self.entries: list[Entry | None] = []
         self.by_key: dict[tuple[str, frozenset[str]], int] = {}
-        self.near: dict[str, list[int]] = {}
+        self.near: Shared[str, list[int]] = Shared()
         """Subject name or held value -> the lines that have it, in order."""
-        self.by_subjects: dict[frozenset[str], list[int]] = {}
+        self.by_subjects: Shared[frozenset[str], list[int]] = Shared()
         """Exact set of subject names -> the lines about them, in order."""
         self.by_topic: dict[frozenset[str], int] = {}
         """Normalised topic (`reword.topic`) -> the latest line with it."""
-        self.by_word: dict[str, set[int]] = {}
+        self.by_word: Shared[str, set[int]] = Shared()
         """Topic word (`reword.words_of`) of a user's or the agent's line -> the lines that say it."""
 
     def add(self, e: Entry) -> None:
@@ -55,22 +89,24 @@ class Earlier:
         self.by_key[(u.where, words)] = i
         if topic is not None and u.source != "note":
             self.by_topic[topic] = i
+        near = self.near
         for term in terms:
-            self.near.setdefault(term, []).append(i)
-        self.by_subjects.setdefault(subjects, []).append(i)
+            near.writable(term, list).append(i)
+        self.by_subjects.writable(subjects, list).append(i)
         if u.source in ("user", "agent"):
+            by_word = self.by_word
             for w in reword.words_of(u):
-                self.by_word.setdefault(w, set()).add(i)
+                by_word.writable(w, set).add(i)
 
     def copy(self) -> Earlier:
         """An independent copy (a fold changes its lines and indexes; `foldcache` keeps the original)."""
         out = Earlier()
         out.entries = list(self.entries)
         out.by_key = dict(self.by_key)
-        out.near = {k: v[:] for k, v in self.near.items()}
-        out.by_subjects = {k: v[:] for k, v in self.by_subjects.items()}
+        out.near = self.near.fork()
+        out.by_subjects = self.by_subjects.fork()
         out.by_topic = dict(self.by_topic)
-        out.by_word = {k: set(v) for k, v in self.by_word.items()}
+        out.by_word = self.by_word.fork()
         return out
 
     def drop(self, i: int, key_before: int | None, topic_before: int | None) -> None:
@@ -92,7 +128,8 @@ class Earlier:
         if u.source in ("user", "agent"):
             for w in reword.words_of(u):
                 held = self.by_word.get(w)
-                if held is not None:
+                if held is not None and i in held:
+                    held = self.by_word.writable(w, set)
                     held.discard(i)
                     if not held:
                         del self.by_word[w]
@@ -181,9 +218,10 @@ def _point(index: dict[K, int], key: K, to: int | None) -> None:
         index[key] = to
 
 
-def _unlist(index: dict[K, list[int]], key: K, i: int) -> None:
+def _unlist(index: Shared[K, list[int]], key: K, i: int) -> None:
     lines = index.get(key)
     if lines is not None and i in lines:
+        lines = index.writable(key, list)
         lines.remove(i)
         if not lines:
             del index[key]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from longrun.context import facts, kinds
 from longrun.context.tokens import estimate_text
@@ -27,7 +28,14 @@ def is_opening(text: str, state: TaskState) -> bool:
 def in_state(line: str, state: TaskState) -> bool:
     """A line that only restates the task state's objective or one of its constraints."""
     bare = line.removeprefix("- ").removeprefix("Objective: ").removeprefix("New constraint from the user: ").strip()
-    return bool(bare) and (bare == " ".join(state.objective.split()) or bare in state.constraints)
+    return bool(bare) and (bare == _collapsed(state.objective) or bare in state.constraints)
+
+
+@lru_cache(maxsize=64)
+def _collapsed(text: str) -> str:
+    """`text` with its whitespace runs made one space, cached: an objective (up to 2,000 characters)
+    is compared with every line a compaction extracts (issue 25's cost goal)."""
+    return " ".join(text.split())
 
 
 def cost(texts: Sequence[str]) -> int:

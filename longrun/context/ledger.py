@@ -101,7 +101,7 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
     out: list[Unit] = []
     order = 0
     for m in messages:
-        known = "\n".join(_strings(b.input) for b in m.content if isinstance(b, ToolUseBlock))
+        known: str | None = None  # its tool calls' inputs, joined when an agent unit first needs them
         for b in m.content:
             if isinstance(b, TextBlock) and b.text.strip():
                 quoted = m.role == "user" and b.text in skip
@@ -111,8 +111,11 @@ def units_of(messages: Sequence[Message], hint_of: dict[str, str], skip_users: I
                     u = facts.analyse(text, source, order=order)
                     u.quoted = quoted
                     u.origin = b.text if quoted else ""
-                    if source == "agent" and _narration(u, known):
-                        continue
+                    if source == "agent":
+                        if known is None:
+                            known = "\n".join(_strings(x.input) for x in m.content if isinstance(x, ToolUseBlock))
+                        if _narration(u, known):
+                            continue
                     out.append(u)
             elif isinstance(b, ToolResultBlock):
                 lines = result_fact_lines(b)
@@ -158,12 +161,14 @@ def result_fact_lines(b: ToolResultBlock) -> list[str]:
 
 
 def facts_to_keep(b: ToolResultBlock) -> list[str]:
-    """What a stage that clears `b` keeps of it for the ledger (its fact lines, when the ledger
-    would quote it): stored with the placeholder in an internal key, never sent."""
+    """What a stage that clears `b` keeps of it for the ledger (the lines it would read its facts
+    from, when it would quote it): stored with the placeholder in an internal key, never sent.
+    Not analysed here: `units_of` analyses what it reads and keeps the facts, the same ones from
+    these lines as from the result, and analysing them at stage 1 was most of its cost per
+    request (issue 25: a cold analysis of every cleared result's lines, 42 of a call's 44 ms)."""
     if is_cleared(b) or not _quotable(b):
         return []
-    return [t for t in facts.split_units(result_text(b), prose=False)
-            if facts.analyse(t, "tool").is_fact and not facts.dismissed(t)]
+    return facts.split_units(result_text(b), prose=False)
 
 
 def _quotable(b: ToolResultBlock) -> bool:

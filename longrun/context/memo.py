@@ -19,6 +19,9 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+_MISSING = object()
+
+
 def _chars(key: tuple[Any, ...]) -> int:
     return sum(len(a) for a in key if isinstance(a, str)) + 1
 
@@ -36,10 +39,17 @@ class TextMemo(Generic[T]):
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any) -> T:
-        with self._lock:
-            if args in self._entries:
-                self._entries.move_to_end(args)
-                return self._entries[args]
+        # a hit takes no lock: `get` and `move_to_end` are each one step under the GIL, and an entry
+        # another thread drops in between is only not moved (the lock cost a hit as much as the
+        # lookup itself, and extraction makes a hit for every message it reads, issue 25)
+        entries = self._entries
+        value = entries.get(args, _MISSING)
+        if value is not _MISSING:
+            try:  # noqa: SIM105 (a `suppress` context costs a hit more than its lookup)
+                entries.move_to_end(args)
+            except KeyError:
+                pass
+            return value  # type: ignore[return-value]
         value = self.fn(*args)
         size = _chars(args)
         if size * 16 > self.max_chars:
