@@ -7,9 +7,12 @@ Attribute names follow the OpenTelemetry GenAI semantic conventions where they h
 `opentelemetry.semconv._incubating` (a private module whose GenAI names are marked moved);
 tests/test_telemetry_tracing.py checks them against it.
 
-No content by default: no prompt, tool output or argument value; every string attribute is
-redacted (`longrun.redact`) and clipped, because a tool name, a model name or an approver's name
-could carry text. With `LONGRUN_OTEL_CONTENT=1` the conventions' opt-in attributes
+No content by default: no prompt, tool output or argument value; every string attribute that
+could carry text is redacted (`longrun.redact`) and clipped, because a tool name, a model name, a
+run id or an approver's name could. The values longrun makes itself from a closed set or a hash
+(`GENERATED`: verdicts, rules, kinds, outcomes, triggers, action hashes, approval ids) are set as
+they are; the exporter redacts every span's strings once more anyway (`longrun.telemetry.export`).
+Redaction results are remembered (`TextMemo`): a run's spans repeat the same names and ids. With `LONGRUN_OTEL_CONTENT=1` the conventions' opt-in attributes
 (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`,
 `gen_ai.tool.call.result`) are added, redacted and clipped as well.
 """
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
+from longrun.context.memo import TextMemo
 from longrun.redact import Redactor, default_redactor
 from longrun.telemetry.tracing import current
 
@@ -65,12 +69,21 @@ PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "openai-compatib
                   "bedrock": "aws.bedrock", "vertex": "gcp.vertex_ai"}
 """A model prefix's `gen_ai.provider.name` (the conventions' values; others keep their prefix)."""
 
+GENERATED = frozenset({
+    OPERATION, TOOL_TYPE, "longrun.tool.kind", "longrun.gate.verdict", "longrun.gate.rule", "longrun.action_hash",
+    "longrun.effect.status", "longrun.tool.outcome", "longrun.compaction.trigger", "longrun.compaction.outcome",
+    "longrun.compaction.stages", "longrun.approval.id", "longrun.approval.decision",
+})
+"""Attributes whose strings longrun makes itself, from a closed set or a hash: never text from a
+user, a model or a tool, so they are set unredacted and unclipped (the exporter still looks)."""
+
 _tool_span: contextvars.ContextVar[Span | None] = contextvars.ContextVar("longrun_tool_span", default=None)
+_redacted: TextMemo[str] = TextMemo(lambda redactor, value: redactor.redact(value), 1 << 18)
 
 
 def text(value: object, redactor: Redactor | None = None, limit: int = MAX_TEXT) -> str:
     """A string attribute: redacted, then clipped."""
-    return (redactor or default_redactor()).redact(str(value))[:limit]
+    return _redacted(redactor or default_redactor(), str(value))[:limit]
 
 
 def content_on() -> bool:
@@ -90,7 +103,9 @@ def _set(span: Span | None, attributes: Mapping[str, Any], redactor: Redactor | 
     for key, value in attributes.items():
         if value is None:
             continue
-        if isinstance(value, str):
+        if key in GENERATED:
+            pass
+        elif isinstance(value, str):
             value = text(value, redactor)
         elif isinstance(value, (list, tuple)):
             value = [text(v, redactor) if isinstance(v, str) else v for v in value]
@@ -255,6 +270,7 @@ def approval_span(run_id: str, approval_id: str, approver: str, decision: str, r
 
 
 __all__ = [
+    "GENERATED",
     "approval_span",
     "compaction_span",
     "content_on",
