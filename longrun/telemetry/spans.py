@@ -97,9 +97,9 @@ def provider_name(model: str) -> str:
     return PROVIDER_NAMES.get(prefix, prefix)
 
 
-def _set(span: Span | None, attributes: Mapping[str, Any], redactor: Redactor | None = None) -> None:
-    if span is None:
-        return
+def _attributes(attributes: Mapping[str, Any], redactor: Redactor | None = None) -> dict[str, Any]:
+    """The attributes as a span gets them: None left out, text redacted and clipped."""
+    out: dict[str, Any] = {}
     for key, value in attributes.items():
         if value is None:
             continue
@@ -109,7 +109,13 @@ def _set(span: Span | None, attributes: Mapping[str, Any], redactor: Redactor | 
             value = text(value, redactor)
         elif isinstance(value, (list, tuple)):
             value = [text(v, redactor) if isinstance(v, str) else v for v in value]
-        span.set_attribute(key, value)
+        out[key] = value
+    return out
+
+
+def _set(span: Span | None, attributes: Mapping[str, Any], redactor: Redactor | None = None) -> None:
+    if span is not None:
+        span.set_attributes(_attributes(attributes, redactor))  # one call: the SDK locks the span per call
 
 
 @contextlib.contextmanager
@@ -123,13 +129,13 @@ def _span(name: str, attributes: Mapping[str, Any], *, client: bool = False,
         return
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
+    start = _attributes(attributes, redactor)
+    if activity.in_activity():  # a retry's span says which attempt it was
+        start["longrun.activity.attempt"] = activity.info().attempt
     with tracing.tracer.start_as_current_span(
-        text(name, redactor), kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
+        text(name, redactor), kind=SpanKind.CLIENT if client else SpanKind.INTERNAL, attributes=start,
         record_exception=False, set_status_on_exception=False,
     ) as span:
-        _set(span, attributes, redactor)
-        if activity.in_activity():  # a retry's span says which attempt it was
-            span.set_attribute("longrun.activity.attempt", activity.info().attempt)
         try:
             yield span
         except BaseException as exc:
