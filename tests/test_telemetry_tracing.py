@@ -22,6 +22,7 @@ from longrun.client.connection import connect_temporal
 from longrun.errors import ConfigError
 from longrun.models.blocks import Message, TextBlock, ToolUseBlock
 from longrun.models.spec import RunSpec
+from longrun.redact import Redactor
 from longrun.telemetry import Tracing, configure_tracing, spans, tracing_config
 from longrun.telemetry.tracing import current
 from tests.support.harness import running_worker
@@ -107,6 +108,74 @@ def test_every_span_is_redacted_before_export_temporals_too(traced: tuple[Tracin
     assert [t for t in texts if CANARY in t] == []
     assert any("[REDACTED:anthropic_key]" in t for t in texts)
     assert exported[1].attributes["longrun.gate.verdict"] == "deny"
+
+
+def test_text_attributes_are_redacted_and_the_ones_longrun_makes_pass_as_they_are(
+        traced: tuple[Tracing, InMemorySpanExporter]) -> None:
+    """A redactor that takes "plover" out shows which attributes are redacted when they are set:
+    the tool's name and call id, which a model makes up, are; the gate's verdict, rule and the
+    action hash, which longrun makes from a closed set or a hash, are not (and not clipped)."""
+    _, memory = traced
+    plover = Redactor(["plover"], include_defaults=False)
+    stages = ["plover-stage-" + "x" * 300]
+    with spans.tool_span("run-1", 2, "call-plover", "plover_tool", plover) as span:
+        spans.record_gate(span, kind="effect", verdict="allow", rule="plover-rule", action_hash="plover" * 20,
+                          action_id="run-1/t2/c0", redactor=plover)
+    with spans.compaction_span("run-1", 3, "threshold") as span:
+        spans.record_compaction(span, "applied", None)
+        assert span is not None
+        spans._set(span, {"longrun.compaction.stages": stages})
+    tool, compaction = memory.get_finished_spans()
+    attributes = dict(tool.attributes or {})
+    assert tool.name == "execute_tool [REDACTED:custom]_tool"
+    assert attributes["gen_ai.tool.name"] == "[REDACTED:custom]_tool"
+    assert attributes["gen_ai.tool.call.id"] == "call-[REDACTED:custom]"
+    assert (attributes["longrun.gate.rule"], attributes["longrun.action_hash"]) == ("plover-rule", "plover" * 20)
+    assert attributes["longrun.gate.verdict"] == "allow" and attributes["longrun.action_id"] == "run-1/t2/c0"
+    assert list((compaction.attributes or {})["longrun.compaction.stages"]) == stages, "not clipped to 256"
+
+
+def test_the_exporter_passes_an_unchanged_span_as_it_is_and_copies_a_redacted_one() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from longrun.telemetry.export import memo_redact, redacted_span
+
+    memory = InMemorySpanExporter()  # the spans as made, before any redaction
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    for note in ("plain words", f"key {CANARY}", "plain words"):
+        with provider.get_tracer("t").start_as_current_span("RunActivity:x", attributes={"note": note, "n": 3}):
+            pass
+    plain, secret, again = memory.get_finished_spans()
+    redact = memo_redact(Redactor())
+    assert redacted_span(plain, redact) is plain and redacted_span(again, redact) is again
+    copy = redacted_span(secret, redact)
+    assert copy is not secret and dict(copy.attributes or {}) == {"note": "key [REDACTED:anthropic_key]", "n": 3}
+    assert (copy.context, copy.parent, copy.start_time, copy.end_time) == (
+        secret.context, secret.parent, secret.start_time, secret.end_time)
+
+
+def test_a_worker_decodes_a_trace_header_once() -> None:
+    """Every activity of a run carries the workflow's header (longrun.telemetry.interceptor); the
+    worker remembers what it decoded, and a header of another trace is decoded on its own."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from longrun.telemetry.interceptor import RunTracingInterceptor
+
+    interceptor = RunTracingInterceptor(TracerProvider().get_tracer("t"))
+    headers = []
+    for _ in range(2):
+        with interceptor.tracer.start_as_current_span("StartWorkflow:x"):
+            headers.append(interceptor._context_to_headers({}))
+    first = interceptor._context_from_headers(headers[0])
+    assert first is not None and interceptor._context_from_headers(dict(headers[0])) is first
+    other = interceptor._context_from_headers(headers[1])
+    assert other is not None and other is not first
+    ids = [trace.get_current_span(c).get_span_context().trace_id for c in (first, other)]
+    assert ids[0] != ids[1]
+    assert interceptor._context_from_headers({}) is None
 
 
 def test_content_only_with_the_opt_in_and_redacted() -> None:

@@ -2,7 +2,8 @@
 says where to send them), Prometheus metrics, and JSON log lines that name the run, turn,
 activity and trace (docs/OBSERVABILITY.md).
 
-- `tracing`: on or off from the environment, longrun's tracer provider, Temporal's interceptor.
+- `tracing`: on or off from the environment, longrun's tracer provider, Temporal's interceptor
+  (`interceptor`: without a span per scheduled activity).
 - `spans`: the model call, tool call, compaction and approval spans inside activities.
 - `export`: every span redacted before an exporter sees it.
 - `logs`: `--log-format json`.

@@ -7,9 +7,12 @@ Attribute names follow the OpenTelemetry GenAI semantic conventions where they h
 `opentelemetry.semconv._incubating` (a private module whose GenAI names are marked moved);
 tests/test_telemetry_tracing.py checks them against it.
 
-No content by default: no prompt, tool output or argument value; every string attribute is
-redacted (`longrun.redact`) and clipped, because a tool name, a model name or an approver's name
-could carry text. With `LONGRUN_OTEL_CONTENT=1` the conventions' opt-in attributes
+No content by default: no prompt, tool output or argument value; every string attribute that
+could carry text is redacted (`longrun.redact`) and clipped, because a tool name, a model name, a
+run id or an approver's name could. The values longrun makes itself from a closed set or a hash
+(`GENERATED`: verdicts, rules, kinds, outcomes, triggers, action hashes, approval ids) are set as
+they are; the exporter redacts every span's strings once more anyway (`longrun.telemetry.export`).
+Redaction results are remembered (`TextMemo`): a run's spans repeat the same names and ids. With `LONGRUN_OTEL_CONTENT=1` the conventions' opt-in attributes
 (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`,
 `gen_ai.tool.call.result`) are added, redacted and clipped as well.
 """
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
+from longrun.context.memo import TextMemo
 from longrun.redact import Redactor, default_redactor
 from longrun.telemetry.tracing import current
 
@@ -65,12 +69,21 @@ PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "openai-compatib
                   "bedrock": "aws.bedrock", "vertex": "gcp.vertex_ai"}
 """A model prefix's `gen_ai.provider.name` (the conventions' values; others keep their prefix)."""
 
+GENERATED = frozenset({
+    OPERATION, TOOL_TYPE, "longrun.tool.kind", "longrun.gate.verdict", "longrun.gate.rule", "longrun.action_hash",
+    "longrun.effect.status", "longrun.tool.outcome", "longrun.compaction.trigger", "longrun.compaction.outcome",
+    "longrun.compaction.stages", "longrun.approval.id", "longrun.approval.decision",
+})
+"""Attributes whose strings longrun makes itself, from a closed set or a hash: never text from a
+user, a model or a tool, so they are set unredacted and unclipped (the exporter still looks)."""
+
 _tool_span: contextvars.ContextVar[Span | None] = contextvars.ContextVar("longrun_tool_span", default=None)
+_redacted: TextMemo[str] = TextMemo(lambda redactor, value: redactor.redact(value), 1 << 18)
 
 
 def text(value: object, redactor: Redactor | None = None, limit: int = MAX_TEXT) -> str:
     """A string attribute: redacted, then clipped."""
-    return (redactor or default_redactor()).redact(str(value))[:limit]
+    return _redacted(redactor or default_redactor(), str(value))[:limit]
 
 
 def content_on() -> bool:
@@ -84,17 +97,25 @@ def provider_name(model: str) -> str:
     return PROVIDER_NAMES.get(prefix, prefix)
 
 
-def _set(span: Span | None, attributes: Mapping[str, Any], redactor: Redactor | None = None) -> None:
-    if span is None:
-        return
+def _attributes(attributes: Mapping[str, Any], redactor: Redactor | None = None) -> dict[str, Any]:
+    """The attributes as a span gets them: None left out, text redacted and clipped."""
+    out: dict[str, Any] = {}
     for key, value in attributes.items():
         if value is None:
             continue
-        if isinstance(value, str):
+        if key in GENERATED:
+            pass
+        elif isinstance(value, str):
             value = text(value, redactor)
         elif isinstance(value, (list, tuple)):
             value = [text(v, redactor) if isinstance(v, str) else v for v in value]
-        span.set_attribute(key, value)
+        out[key] = value
+    return out
+
+
+def _set(span: Span | None, attributes: Mapping[str, Any], redactor: Redactor | None = None) -> None:
+    if span is not None:
+        span.set_attributes(_attributes(attributes, redactor))  # one call: the SDK locks the span per call
 
 
 @contextlib.contextmanager
@@ -108,13 +129,13 @@ def _span(name: str, attributes: Mapping[str, Any], *, client: bool = False,
         return
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
+    start = _attributes(attributes, redactor)
+    if activity.in_activity():  # a retry's span says which attempt it was
+        start["longrun.activity.attempt"] = activity.info().attempt
     with tracing.tracer.start_as_current_span(
-        text(name, redactor), kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
+        text(name, redactor), kind=SpanKind.CLIENT if client else SpanKind.INTERNAL, attributes=start,
         record_exception=False, set_status_on_exception=False,
     ) as span:
-        _set(span, attributes, redactor)
-        if activity.in_activity():  # a retry's span says which attempt it was
-            span.set_attribute("longrun.activity.attempt", activity.info().attempt)
         try:
             yield span
         except BaseException as exc:
@@ -255,6 +276,7 @@ def approval_span(run_id: str, approval_id: str, approver: str, decision: str, r
 
 
 __all__ = [
+    "GENERATED",
     "approval_span",
     "compaction_span",
     "content_on",

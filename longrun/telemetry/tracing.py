@@ -6,7 +6,8 @@ no SDK is loaded, no exporter runs, no Temporal interceptor is added, and the sp
 `longrun.telemetry.spans` are a check of one module variable. On, an OTLP exporter (HTTP or gRPC
 per `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`; the exporter itself reads
 the endpoint, headers and timeout) behind a batch processor, and `TracingInterceptor` of
-`temporalio.contrib.opentelemetry` on every Temporal client longrun makes
+`temporalio.contrib.opentelemetry` (as `longrun.telemetry.interceptor.RunTracingInterceptor`,
+without its per-activity `StartActivity` span) on every Temporal client longrun makes
 (`longrun.client.connection.connect_temporal`) and on every worker (`build_worker`), so the
 trace context travels client -> workflow -> activities and one run is one trace.
 
@@ -182,13 +183,14 @@ def configure_tracing(environ: Mapping[str, str] | None = None, *, exporter: Spa
 
 
 def tracing_interceptors() -> list[Any]:
-    """`[TracingInterceptor]` for a Temporal client or worker when tracing is on, else `[]`."""
+    """`[RunTracingInterceptor]` (Temporal's `TracingInterceptor`, cheaper per activity:
+    `longrun.telemetry.interceptor`) for a Temporal client or worker when tracing is on, else `[]`."""
     tracing = configure_tracing()
     if tracing is None:
         return []
-    from temporalio.contrib.opentelemetry import TracingInterceptor
+    from longrun.telemetry.interceptor import RunTracingInterceptor
 
-    return [TracingInterceptor(tracing.tracer)]
+    return [RunTracingInterceptor(tracing.tracer)]
 
 
 def has_tracing_interceptor(interceptors: Any) -> bool:
