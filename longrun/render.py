@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 FULL, EMPTY, TRIGGER_MARK = "█", "░", "┃"
+SCRIPTED_NOTE = "scripted = a deterministic offline stand-in for a model (a Python policy), not an LLM"
 BARS = " ▁▂▃▄▅▆▇█"
 
 

@@ -49,9 +49,10 @@ from longrun.models.audit import (
 )
 from longrun.models.context import CompactionReport
 from longrun.models.spec import RunSpec
+from longrun.render import (
+    SCRIPTED_NOTE as SCRIPTED_NOTE,  # its home is render: the CLI's parser reads it without models
+)
 from longrun.store import AuditRecord
-
-SCRIPTED_NOTE = "scripted = a deterministic offline stand-in for a model (a Python policy), not an LLM"
 
 
 def clip(text: str, n: int = 140) -> str:

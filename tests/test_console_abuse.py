@@ -31,10 +31,19 @@ import pytest
 
 from longrun.auth.sealed import token_sha256
 from longrun.store import libpq_url, sqlalchemy_url
-from tests.support.cli_stack import Cli
+from tests.support.cli_stack import Cli, cli_stack
 from tests.support.console_server import PASSWORDS, Console, add_console_users, serve
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cli() -> Iterator[Cli]:
+    """A stack of this module's own, not the process's shared one: the sign-in floods here are
+    counted in PostgreSQL per address and over the whole console for 5 minutes, and would refuse
+    the sign-ins of the console tests that run next on a shared one."""
+    with cli_stack() as stack:
+        yield stack
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from longrun.cli import compact_cmd
+from longrun.cli.parsers import compact as compact_parser
 from longrun.context.transcript import normalize_pairs
 from longrun.models import Message
 from longrun.models.canonical import sha256_hex
@@ -19,7 +20,7 @@ BODY = "def f(x):\n    return x * 2  # line\n" * 400
 
 def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="longrun")
-    compact_cmd.add_parser(parser.add_subparsers())
+    compact_parser.register(parser.add_subparsers())
     code = compact_cmd.run(parser.parse_args(["compact", *argv]))
     out = capsys.readouterr()
     return code, out.out, out.err

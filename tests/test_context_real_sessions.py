@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from longrun.cli import compact_cmd
+from longrun.cli.parsers import compact as compact_parser
 from longrun.context import Calibration, estimate_message, estimate_request
 from longrun.models import Message
 from tests.fake_anthropic import fake_token_count, validate_tool_pairing
@@ -101,7 +102,7 @@ def test_estimator_error_on_real_deltas() -> None:
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="longrun")
-    compact_cmd.add_parser(parser.add_subparsers())
+    compact_parser.register(parser.add_subparsers())
     args = parser.parse_args(["compact", *argv])
     code = compact_cmd.run(args)
     out = capsys.readouterr()

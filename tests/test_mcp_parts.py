@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
+from longrun.cli.parsers.runs import add_mcp_arguments
 from longrun.errors import ConfigError, EffectUndecidable, ToolError
 from longrun.mcp import cli as mcp_cli
 from longrun.mcp import client, listing, secrets, tools
@@ -28,7 +29,7 @@ from tests.support.mcp_servers import http_server, stdio_server
 
 def flags(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    mcp_cli.add_arguments(parser)
+    add_mcp_arguments(parser)
     return parser.parse_args(list(argv))
 
 

@@ -1,12 +1,5 @@
-"""`longrun compact`: offline compaction of an Anthropic-format transcript, no database needed.
-
-    longrun compact TRANSCRIPT.jsonl [--state STATE.json] [--budget TOKENS] [--keep K]
-                    [--clear-at-least N] [--exclude-tools a,b] [--json]
-
-Runs the same pipeline as a run does (stages 0-3, extractive summary) and prints the projection
-exactly as it would be sent (state block included) with its report. Offline there is no artifact
-store: a cleared result references the sha256 of its content, and the report lists them.
-"""
+"""`longrun compact`: offline compaction of an Anthropic-format transcript, no database needed (what
+it does and its arguments: `longrun.cli.parsers.compact`, whose docstring is its `--help`)."""
 
 from __future__ import annotations
 
@@ -34,21 +27,6 @@ OFFLINE_TARGET_RATIO = 0.9
 
 class UsageError(Exception):
     """Bad arguments or input files: exit code 2."""
-
-
-def add_parser(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
-    """Register `compact` on an argparse subparsers object."""
-    p: argparse.ArgumentParser = subparsers.add_parser("compact", help="compact an Anthropic-format transcript offline",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("transcript", help="JSONL file, one {\"role\", \"content\"} message per line")
-    p.add_argument("--state", help="TaskState JSON (or a subset: objective, constraints, next_action, ...)")
-    p.add_argument("--budget", type=int, help="most tokens the projection may take (default: 200k window less reserves)")
-    p.add_argument("--keep", type=int, help="newest tool uses whose results are never cleared (default 3)")
-    p.add_argument("--clear-at-least", type=int, dest="clear_at_least", help="clear only when this many tokens are freed")
-    p.add_argument("--exclude-tools", dest="exclude_tools", default="", help="comma list of tools never cleared")
-    p.add_argument("--json", action="store_true", help="print one JSON object {messages, report}")
-    p.set_defaults(func=run)
-    return p
 
 
 def load_transcript(path: Path) -> list[TranscriptItem]:

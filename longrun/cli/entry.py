@@ -24,6 +24,10 @@
 
 Exit codes: 0 ok; 1 the operation failed; 2 the command line is wrong (nothing was changed).
 docs/CLI.md has every command and flag.
+
+The parser is built from `longrun.cli.parsers`, which imports only the standard library; the
+command that runs imports its handler's module (`Handler.resolve`), so `--help` and usage errors
+answer at once and `longrun status` loads what `status` needs, not every command's imports.
 """
 
 from __future__ import annotations
@@ -35,13 +39,10 @@ import os
 import sys
 from typing import Any
 
-from pydantic import ValidationError
-
-from longrun.cli import compact_cmd
-from longrun.cli.commands import GROUPS
-from longrun.cli.commands.common import EXIT_FAIL, EXIT_USAGE, SCRIPTED_NOTE, CliError
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_USAGE, CliError
+from longrun.cli.parsers import GROUPS, Handler
+from longrun.cli.parsers.common import SCRIPTED_NOTE
 from longrun.errors import ApprovalError, ConfigError, LongrunError, RunNotFoundError, StackNotRunning
-from longrun.telemetry.tracing import flush_tracing
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,14 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     for group in GROUPS:
         group.register(sub)
-    compact_cmd.add_parser(sub)
-    from longrun import demo
-
-    demo.register(sub)
     return parser
 
 
-def _run(func: Any, args: argparse.Namespace) -> int:
+def _run(handler: Handler, args: argparse.Namespace) -> int:
+    func = handler.resolve()
     if inspect.iscoroutinefunction(func):
         return int(asyncio.run(func(args)))
     return int(func(args))
@@ -85,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     "PyGILState_Release ... finalizing" (exit 134) after the command has done its work.
     """
     code = _main(argv)
-    flush_tracing()  # spans of this command (a start, an approval) are exported before `os._exit`
+    tracing = sys.modules.get("longrun.telemetry.tracing")  # imported with the Temporal client, if at all
+    if tracing is not None:
+        tracing.flush_tracing()  # spans of this command (a start, an approval) are exported before `os._exit`
     if argv is None and "temporalio.bridge.client" in sys.modules:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -102,10 +102,6 @@ def _main(argv: list[str] | None) -> int:
     except CliError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return exc.code
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        print(f"{prog}: invalid input: {problems}", file=sys.stderr)
-        return EXIT_USAGE
     except ConfigError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -115,4 +111,11 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        pydantic = sys.modules.get("pydantic")  # only a handler that imported it can raise its errors
+        if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+            raise
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        print(f"{prog}: invalid input: {problems}", file=sys.stderr)
+        return EXIT_USAGE
 

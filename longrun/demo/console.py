@@ -20,8 +20,6 @@ from longrun.cli.commands.common import CliError
 from longrun.service.settings import Settings
 from longrun.store import Store
 
-DEFAULT_PORT = 8780
-
 
 def console_password(owner_url: str | None, principal: str) -> str:
     """A fresh console password for `principal` (the previous console key is revoked)."""
@@ -61,4 +59,4 @@ async def serving(store: Store, settings: Settings, port: int) -> AsyncIterator[
         await task
 
 
-__all__ = ["DEFAULT_PORT", "console_password", "serving"]
+__all__ = ["console_password", "serving"]

@@ -1,16 +1,5 @@
-"""`longrun demo`: a forensic review of a sample project, end to end, in under two minutes.
-
-It starts the embedded stack (or reuses it), runs a worker in this process, copies
-samples/forensic-demo (a small invoicing library with a planted bug and its tests) to a scratch
-workspace, and starts a review with the `scripted` model: a deterministic offline stand-in for a
-model, not an LLM, so the demo needs no API key and no network. The context budget is small on
-purpose, so compaction happens and shows. The run stops at the approval of its edit; the demo
-approves it as `demo-approver`, on your behalf, and says so: the demo registers that principal
-and makes its key in `$LONGRUN_HOME/keys/` (the public half in Postgres), and signs the approval
-with it, so the worker verifies it like any person's. Then it prints the findings, the
-context meter over the run (in the terminal and as an SVG image) and the audit summary with the
-hash chains verified.
-"""
+"""`longrun demo`: a forensic review of a sample project, end to end (what it does, as `longrun demo
+--help` says it: `longrun.cli.parsers.demo`)."""
 
 from __future__ import annotations
 
@@ -24,7 +13,6 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
 
@@ -34,6 +22,7 @@ from longrun.auth.audit_check import verify_decisions
 from longrun.cli.commands.audit import summary, summary_lines, timeline
 from longrun.cli.commands.common import EXIT_OK, SCRIPTED_NOTE, CliError, usage_error
 from longrun.cli.commands.watch import Watcher, describe_pending
+from longrun.cli.parsers.demo import REPO
 from longrun.client import decide
 from longrun.client import runs as client_runs
 from longrun.client.connection import connect_temporal, open_database
@@ -48,35 +37,8 @@ from longrun.service.settings import Settings, longrun_home
 from longrun.store import Store
 from longrun.views_common import context_limits, context_points
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_SAMPLE = REPO / "samples" / "forensic-demo"
 APPROVER = "demo-approver"
-OBJECTIVE = ("Customers report that invoice totals are too low: some order lines seem to be missing from the "
-             "total. Find the defect, propose a fix, and check it with the tests.")
-DEMO_BUDGET = 7_800
-"""Tokens one request may take. A real window is 200k or more; 7.8k makes the small sample behave
-like a long run, so the compaction trigger (75% of the budget, 5.8k) fires a few times. The
-budget is set so about 1.3k stays free above the fixed part of every request (system prompt,
-17 tool definitions of about 3.6k tokens, the state block): 6k was right for 12 tools, 7.5k for 16
-(before `recall`, at 7.5k, one request right after a compaction went over the trigger)."""
 DEMO_TIMEOUT = 110.0
-
-
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(
-        "demo", help="a forensic review of a sample project, end to end (no API key needed)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--budget", type=int, default=DEMO_BUDGET, help=f"context budget in tokens (default {DEMO_BUDGET})")
-    p.add_argument("--sample", default=str(DEFAULT_SAMPLE), help=argparse.SUPPRESS)
-    p.add_argument("--objective", default=OBJECTIVE, help=argparse.SUPPRESS)
-    p.add_argument("--home", help=argparse.SUPPRESS)
-    p.add_argument("--headless", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--console", action="store_true",
-                   help="serve the web console and wait for you to approve the edit there, instead of approving it "
-                   "on your behalf")
-    p.add_argument("--console-port", type=int, default=demo_console.DEFAULT_PORT, help=argparse.SUPPRESS)
-    p.set_defaults(func=cmd_demo)
 
 
 def out(text: str = "") -> None:

@@ -34,6 +34,7 @@ from longrun.auth.check import Credential
 from longrun.auth.keys import load_public_pem, verify_signature
 from longrun.errors import ConfigError
 from longrun.evidence import bundle as fmt
+from longrun.evidence.arguments import add_arguments
 from longrun.evidence.bundle import BundleError, BundleReader
 from longrun.evidence.lineage import cross_check
 from longrun.evidence.report import BundleReport
@@ -205,13 +206,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="longrun verify-bundle", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="the bundle `longrun export` wrote")
-    p.add_argument("--expect-signer", metavar="KEY_ID",
-                   help="fail unless the bundle is signed by this operator key (its id, as `approvers list` shows)")
-    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:

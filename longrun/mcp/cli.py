@@ -8,6 +8,9 @@
 A run names servers; it never says what a worker starts or where it connects, so starting a run
 never runs code on a worker. The old `--mcp NAME=stdio:CMD` / `NAME=http:URL`, `--mcp-env` and
 `--mcp-header` are refused with how to configure the server on the worker instead.
+
+The flags themselves are declared with the rest of `start`'s (`longrun.cli.parsers.runs`), which
+imports no model; this module reads what they say.
 """
 
 from __future__ import annotations
@@ -18,22 +21,6 @@ from typing import Any
 
 from longrun.mcp.config import how_to_configure
 from longrun.models.mcp import env_variable, inline_refusal
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mcp", action="append", default=[], metavar="NAME",
-                        help="an MCP tool server the workers offer (repeatable; configured on the worker with "
-                        "LONGRUN_MCP_<NAME> or LONGRUN_MCP_CONFIG); its tools appear as mcp__NAME__TOOL, each an "
-                        "effect needing approval unless --mcp-read-only names it")
-    parser.add_argument("--mcp-read-only", action="append", default=[], metavar="NAME:TOOL",
-                        help="declare a tool read-only: it runs without approval (the server's own readOnlyHint "
-                        "is never trusted for this)")
-    parser.add_argument("--mcp-idempotent", action="append", default=[], metavar="NAME:TOOL",
-                        help="declare an effect tool safe to run twice: an interrupted call may run again instead "
-                        "of going to a human")
-    # the old flags, kept so that using one says where its setting went, instead of "unrecognized"
-    parser.add_argument("--mcp-header", action="append", default=[], help=argparse.SUPPRESS)
-    parser.add_argument("--mcp-env", action="append", default=[], help=argparse.SUPPRESS)
 
 
 def _split(flag: str, raw: str, sep: str) -> tuple[str, str]:

@@ -1,8 +1,14 @@
 """A `longrun` CLI session against a real embedded stack, as a user has one: `longrun dev up` in
 a temporary LONGRUN_HOME on free ports, a `longrun worker` subprocess, and the installed script
-run as a subprocess for every command. Each test module that imports the `cli` fixture gets one
-stack for all its tests; alice is registered as an approver with a key in that home, the way a
-person gets one (`longrun approvers add alice`)."""
+run as a subprocess for every command. Each pytest process (each xdist worker) gets one stack
+for all the CLI tests it runs; alice is registered as an approver with a key in that home, the
+way a person gets one (`longrun approvers add alice`).
+
+One stack per process, not per module: starting one (`dev up`: PostgreSQL and the Temporal dev
+server, then `approvers add`, a worker, and `dev down` at the end) took 70 to 115 s of a loaded
+CI run's wall time, and twelve modules paid it. Tests sharing it keep to their own runs, task
+queues and principals (each module names its own: eve, carol, gina, mallory, olga, vera, ...), as
+people sharing a deployment do."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +73,11 @@ class Cli:
         return first["run_id"], self.json("status", first["run_id"])
 
 
-@pytest.fixture(scope="module")
-def cli() -> Iterator[Cli]:
-    """One embedded stack and one worker for every test of this module. The home is not under
-    pytest's basetemp: another pytest session resets that tree to mode 0700, and the embedded
-    PostgreSQL runs as a system user who must traverse the path."""
+@contextmanager
+def cli_stack() -> Iterator[Cli]:
+    """An embedded stack, alice's key and a worker, in a fresh home; stopped on the way out. The
+    home is not under pytest's basetemp: another pytest session resets that tree to mode 0700, and
+    the embedded PostgreSQL runs as a system user who must traverse the path."""
     root = Path(tempfile.mkdtemp(prefix="longrun-cli-"))
     cli = Cli(root / "home")
     up = cli("dev", "up", "--port", str(free_port()), "--headless", "--json", timeout=120)
@@ -93,6 +100,15 @@ def cli() -> Iterator[Cli]:
         down = cli("dev", "down", timeout=60)
         shutil.rmtree(root, ignore_errors=True)
         assert down.returncode == 0, down.stderr
+
+
+@pytest.fixture(scope="session")
+def cli() -> Iterator[Cli]:
+    """One stack for every CLI test of this process. A module whose tests would change what
+    others see (the sign-in floods of tests/test_console_abuse.py count against 127.0.0.1 in
+    PostgreSQL for 5 minutes) defines a module-scoped `cli` of its own with `cli_stack()`."""
+    with cli_stack() as cli:
+        yield cli
 
 
 @pytest.fixture

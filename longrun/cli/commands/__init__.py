@@ -1,25 +1,6 @@
-"""The `longrun` subcommands, one module per group. Each module has `register(subparsers)`,
-which adds its parsers with `func` set to a handler `(args) -> int` (sync or async)."""
+"""The `longrun` subcommands' handlers, one module per group; their arguments are declared in
+`longrun.cli.parsers` (the module of the same name), which names each handler by module and
+function so that a module here is imported only when one of its commands runs.
 
-from longrun.cli.commands import (
-    approvers,
-    audit,
-    budget,
-    control,
-    dev,
-    diff,
-    evidence,
-    facts,
-    fork,
-    retention,
-    runs,
-    serve,
-    show,
-)
-
-GROUPS = (dev, runs, fork, control, budget, approvers, show, diff, facts, audit, evidence, retention, serve)
-
-__all__ = [
-    "GROUPS", "approvers", "audit", "budget", "control", "dev", "diff", "evidence", "facts", "fork", "retention", "runs", "serve",
-    "show",
-]
+A handler is `(args) -> int`, sync or async; `common` holds what they share.
+"""

@@ -16,18 +16,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from longrun import render
-from longrun.auth import ROLES, default_key_path, key_id_of, new_key, public_pem, write_private_key
+from longrun.auth import default_key_path, key_id_of, new_key, public_pem, write_private_key
 from longrun.auth.keys import load_public_pem
 from longrun.auth.sealed import check_password, seal_with_password
 from longrun.cli.commands.common import (
     EXIT_OK,
     CliError,
-    add_json,
-    add_signer_args,
     open_store_only,
     print_json,
     say,
@@ -42,68 +39,6 @@ from longrun.store import InvalidInputError, Store, make_engine
 
 OWNER_HINT = ("registering or revoking a key needs the schema owner's database URL (the app role may only read "
               "keys): set LONGRUN_OWNER_DATABASE_URL, or run this where `longrun dev up` wrote $LONGRUN_HOME/stack.json")
-
-
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    ap = sub.add_parser("approvers", help="principals who may approve: add, list, revoke their keys",
-                        description="Principals and their Ed25519 keys. Only the public key is stored in Postgres; "
-                        "the private key stays in a file only its owner can read. A run's --approver names principals.")
-    asub = ap.add_subparsers(dest="approvers_command", metavar="ACTION", required=True)
-    add = asub.add_parser("add", help="create a principal and a key (or register a public key)",
-                          description="Create the principal NAME (or give an existing one more roles) and register a "
-                          "key for it. Without --public-key, a new key pair is made and the private key written to "
-                          "--key-file (default $LONGRUN_KEYS_DIR/NAME.pem, else $LONGRUN_HOME/keys/NAME.pem), mode 0600.")
-    add.add_argument("name", help="the principal's name (letters, digits, . _ @ -)")
-    add.add_argument("--role", action="append", choices=ROLES, dest="roles",
-                     help="a role (repeatable; default: viewer and approver)")
-    add.add_argument("--key-file", type=Path, help="where to write the new private key")
-    add.add_argument("--public-key", type=Path, metavar="FILE", help="register this PEM public key instead of making one")
-    add.add_argument("--expires", metavar="DURATION", help="the key stops signing after this long (e.g. 90d)")
-    add.add_argument("--new-key", action="store_true", help="add a key to a principal that has an active one")
-    add.add_argument("--console", action="store_true",
-                     help="set a console password (`longrun serve`): makes a console key sealed under it; a new "
-                     "password revokes the old console key")
-    add.add_argument("--password-stdin", action="store_true",
-                     help="with --console: read the password from the first line of stdin instead of prompting")
-    add_json(add)
-    add.set_defaults(func=cmd_add)
-
-    ls = asub.add_parser("list", help="principals, roles and keys (active, revoked, expired)")
-    add_json(ls)
-    ls.set_defaults(func=cmd_list)
-
-    rv = asub.add_parser("revoke", help="revoke a principal's keys",
-                         description="Revoke NAME's active keys (or --key KEY_ID). A revoked key signs nothing from "
-                         "now on, and what it granted is not used from now on: the gate checks the key at every "
-                         "use, and the scopes it signed are ended in every run (audited as scope_ended, "
-                         "key_revoked). Decisions it signed before stay verifiable.")
-    rv.add_argument("name")
-    rv.add_argument("--key", dest="key_id", metavar="KEY_ID", help="only this key")
-    rv.add_argument("--reason", default="", help="why (kept with the key)")
-    add_json(rv)
-    rv.set_defaults(func=cmd_revoke)
-
-    gr = sub.add_parser("grant", help="give a run a signed standing approval (a scope)",
-                        description="A standing approval for many actions: the --tool(s) on workspace paths matching "
-                        "--paths globs (* and ? within a segment, ** across), at most --max-uses times, until --ttl. "
-                        "The gate checks every use; a constraint added with `say --constraint` ends it.")
-    gr.add_argument("run", help="run id")
-    gr.add_argument("--tool", action="append", required=True, dest="tools", help="a tool (repeatable): "
-                    + ", ".join(decide.SCOPABLE_TOOLS))
-    gr.add_argument("--paths", action="append", required=True, metavar="GLOB", help="workspace path glob (repeatable)")
-    gr.add_argument("--max-uses", type=int, required=True, help="at most this many actions")
-    gr.add_argument("--ttl", required=True, metavar="DURATION",
-                    help="how long it stands (e.g. 2h; at most LONGRUN_SCOPE_MAX_TTL, 24h by default)")
-    add_signer_args(gr)
-    add_json(gr)
-    gr.set_defaults(func=cmd_grant)
-
-    rg = sub.add_parser("revoke-grant", help="end a standing approval", description="End the scope now (signed).")
-    rg.add_argument("run", help="run id")
-    rg.add_argument("scope", help="scope id (scp-...)")
-    add_signer_args(rg)
-    add_json(rg)
-    rg.set_defaults(func=cmd_revoke_grant)
 
 
 @contextmanager

@@ -3,25 +3,27 @@
 Exit codes (docs/CLI.md): 0 ok, 1 the operation failed (unknown run, refused approval, stack not
 running, broken chain, failed run), 2 the command line is wrong (argparse errors, a bad value such
 as an unknown duration, a missing workspace); nothing is changed when the exit code is 2.
+
+`longrun.cli.entry` imports this module for every command line, `--help` and usage errors
+included, so the store, the Temporal client and pydantic are imported inside the functions that
+use them, never here (tests/test_cli_parsers.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-from temporalio.client import Client
-
-from longrun.client.connection import connect_temporal, open_database
 from longrun.errors import LongrunError
-from longrun.service.settings import Settings
-from longrun.store import Store
-from longrun.views_common import SCRIPTED_NOTE as SCRIPTED_NOTE  # re-exported for the CLI modules
+from longrun.render import SCRIPTED_NOTE as SCRIPTED_NOTE  # re-exported for the CLI modules
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from longrun.service.settings import Settings
+    from longrun.store import Store
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -39,29 +41,14 @@ def usage_error(message: str) -> CliError:
 
 
 def settings() -> Settings:
+    from longrun.service.settings import Settings
+
     return Settings.from_env()
 
 
-def add_log_format(p: argparse.ArgumentParser) -> None:
-    """`--log-format text|json` (a long-running process: the worker, the console)."""
-    p.add_argument("--log-format", choices=("text", "json"), default="text",
-                   help="text (the default) or json: one JSON object per line on stderr, naming the run, turn, "
-                   "activity and trace id where known; secrets redacted (docs/OBSERVABILITY.md)")
-
-
-def add_json(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON (one object) instead of text")
-
-
-def add_signer_args(p: argparse.ArgumentParser) -> None:
-    """`--as NAME` and `--key PATH`: who decides, and the private key their decision is signed with."""
-    p.add_argument("--as", dest="approver", required=True, metavar="NAME",
-                   help="your principal name, one of the run's approvers; the decision is signed with your key")
-    p.add_argument("--key", type=Path, metavar="PATH", help="your private key (default: $LONGRUN_KEYS_DIR/NAME.pem, "
-                   "else $LONGRUN_HOME/keys/NAME.pem)")
-
-
 def dump(obj: Any) -> Any:
+    from pydantic import BaseModel  # loaded already whenever there is a model to dump
+
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     if isinstance(obj, dict):
@@ -81,6 +68,8 @@ def say(text: str = "") -> None:
 
 def open_store_only() -> Store:
     """The Postgres store (enough for audit, usage, runs and status of finished runs)."""
+    from longrun.client.connection import open_database
+
     return open_database(settings().database_url)
 
 
@@ -90,6 +79,8 @@ async def stack(*, need_temporal: bool = True) -> AsyncIterator[tuple[Client | N
     Temporal that does not answer yields None instead of failing (status falls back to Postgres).
     The store's connections are closed on the way out; the Temporal client holds no open calls
     once the handler returns."""
+    from longrun.client.connection import connect_temporal, open_database
+
     cfg = settings()
     store = open_database(cfg.database_url)
     client: Client | None = None

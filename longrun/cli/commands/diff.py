@@ -12,24 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
-from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, add_json, open_store_only, print_json, say
+from longrun.cli.commands.common import EXIT_FAIL, EXIT_OK, open_store_only, print_json, say
 from longrun.client.reports import change_set_of
 from longrun.workspace import GitError, commits, diff
-
-
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(
-        "diff", help="show a run's change set (its git branch): a patch on stdout, or --stat",
-        description="Print the change set of a run on a git workspace: `git diff BASE longrun/RUN` as a patch on "
-        "stdout (pipe it to `git apply`), or with --stat the branch, its commits (one per confirmed edit, with "
-        "the approval in its trailers) and the files changed. A run that worked in place has no change set.",
-    )
-    p.add_argument("run", help="run id")
-    p.add_argument("--stat", action="store_true", help="the branch, its commits and a summary per file, not the patch")
-    add_json(p)
-    p.set_defaults(func=cmd_diff)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -65,4 +51,4 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["change_set_of", "cmd_diff", "register"]
+__all__ = ["change_set_of", "cmd_diff"]
