@@ -233,8 +233,7 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
     replaces "Plan for X: use A as the cache" and "We picked A for X" (issue 25: a rejected plan
     was still presented as current in 20 of 21 cases). An override (`OVERRIDE`) by the user or the
     agent replaces each earlier line of either that makes a choice (a decision, or `CHOICE`) about
-    the same things (its subject names among the override's, or an identifier of both; neither
-    names any, or both do) and
+    the same things (it names no identifier the override does not; neither names any, or both do) and
     says the option it overrides too (a content word or a name beyond the subject: "Redis",
     "JWT", "blue-green"). A rule is never replaced this way (a rule is replaced only by
     a rule); the replaced lines stay in the store, superseded."""
@@ -249,8 +248,8 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
             continue
         o = e.unit
         theirs = facts.subjects(o)
-        if bool(theirs) != bool(subjects) or (theirs and not (theirs <= subjects or ident_like(theirs & subjects))):
-            continue  # about other things: "| B | API style | REST |" shares only "API" with "A API style = gRPC"
+        if bool(theirs) != bool(subjects) or (theirs and (not theirs & subjects or ident_like(theirs - subjects))):
+            continue  # about another thing: "| B | API style | REST | rejected |" and "A API style = gRPC"
         # what both say beyond the thing they are about: the option ("Redis", "JWT", "blue-green")
         if len(mine & _said(o)) < 1 + bool(theirs):
             continue
@@ -268,7 +267,8 @@ that share only these share no option."""
 
 def ident_like(names: frozenset[str]) -> bool:
     """One of `names` is an identifier of a thing (orders-api, pg-main-3, cfg.cache), not an
-    acronym or a product's name (API, JWT, gRPC), which many things share."""
+    acronym or a product's name (API, JWT, gRPC), which many things share: a line that names one
+    the override does not name is about another thing."""
     return any(not n.isalpha() for n in names)
 
 
