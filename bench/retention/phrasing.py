@@ -203,3 +203,48 @@ CONSTRAINT_TEMPLATES: tuple[Callable[[dict[str, str]], str], ...] = (
     lambda n: f"Do not modify anything under {n['path']}.",
     lambda n: f"Never restart {n['svc']} during business hours in {n['region']}.",
 )
+
+# Overridden decisions and rejected plans (issue 25: "when a plan was rejected and replaced, the
+# rejected plan is still presented"): a plan or decision about a service, then a later line that
+# replaces it, in structures that differ, not only in words.
+DECISION_TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # topic: (its JSON key, the options; no option is a token inside another)
+    "cache": ("cache", ("memcached", "Redis", "Hazelcast", "Caffeine", "Varnish")),
+    "queue": ("queue", ("Kafka", "RabbitMQ", "SQS", "NATS", "Pulsar")),
+    "rollout strategy": ("rollout", ("blue-green", "canary", "rolling", "shadow-traffic")),
+    "export format": ("export_format", ("Parquet", "CSV", "Avro", "NDJSON", "ORC")),
+    "datastore": ("datastore", ("Postgres", "DynamoDB", "Cassandra", "CockroachDB", "MySQL")),
+    "API style": ("api_style", ("gRPC", "REST", "GraphQL", "Thrift")),
+    "auth scheme": ("auth", ("OIDC", "mTLS", "SAML", "JWT")),
+    "search backend": ("search", ("Elasticsearch", "OpenSearch", "Typesense", "Meilisearch")),
+    "job runner": ("runner", ("Airflow", "Temporal", "Argo", "Dagster")),
+}
+DecisionRender = Callable[[str, str, str, str, str, int], list[tuple[str, str]]]
+"""(service, topic, its key, old option, new option, a number) -> the lines, each (when: "old",
+"mid" or "new"; text). The probe's answer is the new option; the old one must not read as current."""
+DECISION_TEMPLATES: tuple[tuple[str, DecisionRender], ...] = (
+    ("dec.plan_no", lambda s, t, k, a, b, n: [
+        ("old", f"Plan for {s}: use {a} as the {t}."),
+        ("new", f"No, we are not doing {a} for {s}; do {b}.")]),
+    ("dec.revert", lambda s, t, k, a, b, n: [
+        ("old", f"Decision: {s} {t} = {a}."),
+        ("new", f"Reverting the {a} decision on {s}, going with {b}.")]),
+    ("dec.options", lambda s, t, k, a, b, n: [
+        ("old", f"Options for the {s} {t}: {a}, {b} or something else; leaning to {a}."),
+        ("mid", f"We picked {a} for {s}."),
+        ("new", f"{s}: {a} is out, {b} replaces it.")]),
+    ("dec.adr", lambda s, t, k, a, b, n: [
+        ("old", f'{{"adr": "ADR-{n}", "service": "{s}", "{k}": "{a}", "status": "accepted"}}'),
+        ("new", f'{{"adr": "ADR-{n + 1}", "service": "{s}", "{k}": "{b}", "supersedes": "ADR-{n}"}}')]),
+    ("dec.agreed", lambda s, t, k, a, b, n: [
+        ("old", f"Let's go with {a} for the {s} {t}."),
+        ("mid", f"Agreed, {s} gets {a}."),
+        ("new", f"Change of plan for {s}: drop {a}, use {b}.")]),
+    ("dec.tried", lambda s, t, k, a, b, n: [
+        ("old", f"Going with {a} for the {s} {t} for now."),
+        ("new", f"We tried {a} on {s} and it did not hold up; {b} it is.")]),
+    ("dec.table", lambda s, t, k, a, b, n: [
+        ("old", f"| {s} | {t} | {a} | chosen |"),
+        ("mid", f"| {s} | {t} | {a} | rejected |"),
+        ("new", f"| {s} | {t} | {b} | chosen |")]),
+)
