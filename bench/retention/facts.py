@@ -253,11 +253,12 @@ class Facts:
         topic = r.choice(tuple(ph.DECISION_TOPICS))
         key, options = ph.DECISION_TOPICS[topic]
         old, new = r.sample(options, 2)
-        tid, render = r.choice(ph.DECISION_TEMPLATES)
+        tid, said = r.choice(ph.DECISION_TEMPLATES)
         first = r.uniform(0.0, max(0.01, pos - 0.15))
-        said = render(s, topic, key, old, new, r.randint(10, 99))
+        n = r.randint(10, 99)
         line = ""
-        for when, text in said:
+        for when, template in said:
+            text = template.format(s=s, t=topic, k=key, a=old, b=new, n=n, m=n + 1)
             at = {"old": first, "mid": r.uniform(first, pos - 0.1), "new": pos}[when]
             who = speaker if when == "new" else r.choice(("user", "user", "assistant"))
             put = self.put(at, "user" if who == "tool" else who, text)

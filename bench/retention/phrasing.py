@@ -219,32 +219,19 @@ DECISION_TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
     "search backend": ("search", ("Elasticsearch", "OpenSearch", "Typesense", "Meilisearch")),
     "job runner": ("runner", ("Airflow", "Temporal", "Argo", "Dagster")),
 }
-DecisionRender = Callable[[str, str, str, str, str, int], list[tuple[str, str]]]
-"""(service, topic, its key, old option, new option, a number) -> the lines, each (when: "old",
-"mid" or "new"; text). The probe's answer is the new option; the old one must not read as current."""
-DECISION_TEMPLATES: tuple[tuple[str, DecisionRender], ...] = (
-    ("dec.plan_no", lambda s, t, k, a, b, n: [
-        ("old", f"Plan for {s}: use {a} as the {t}."),
-        ("new", f"No, we are not doing {a} for {s}; do {b}.")]),
-    ("dec.revert", lambda s, t, k, a, b, n: [
-        ("old", f"Decision: {s} {t} = {a}."),
-        ("new", f"Reverting the {a} decision on {s}, going with {b}.")]),
-    ("dec.options", lambda s, t, k, a, b, n: [
-        ("old", f"Options for the {s} {t}: {a}, {b} or something else; leaning to {a}."),
-        ("mid", f"We picked {a} for {s}."),
-        ("new", f"{s}: {a} is out, {b} replaces it.")]),
-    ("dec.adr", lambda s, t, k, a, b, n: [
-        ("old", f'{{"adr": "ADR-{n}", "service": "{s}", "{k}": "{a}", "status": "accepted"}}'),
-        ("new", f'{{"adr": "ADR-{n + 1}", "service": "{s}", "{k}": "{b}", "supersedes": "ADR-{n}"}}')]),
-    ("dec.agreed", lambda s, t, k, a, b, n: [
-        ("old", f"Let's go with {a} for the {s} {t}."),
-        ("mid", f"Agreed, {s} gets {a}."),
-        ("new", f"Change of plan for {s}: drop {a}, use {b}.")]),
-    ("dec.tried", lambda s, t, k, a, b, n: [
-        ("old", f"Going with {a} for the {s} {t} for now."),
-        ("new", f"We tried {a} on {s} and it did not hold up; {b} it is.")]),
-    ("dec.table", lambda s, t, k, a, b, n: [
-        ("old", f"| {s} | {t} | {a} | chosen |"),
-        ("mid", f"| {s} | {t} | {a} | rejected |"),
-        ("new", f"| {s} | {t} | {b} | chosen |")]),
+DECISION_TEMPLATES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    # (id, the lines, each (when: "old", "mid" or "new"; text with {s} service, {t} topic, {k} its key,
+    # {a} the old option, {b} the new one, {n} and {m} = n + 1 numbers)); the answer is {b}
+    ("dec.plan_no", (("old", "Plan for {s}: use {a} as the {t}."), ("new", "No, we are not doing {a} for {s}; do {b}."))),
+    ("dec.revert", (("old", "Decision: {s} {t} = {a}."), ("new", "Reverting the {a} decision on {s}, going with {b}."))),
+    ("dec.options", (("old", "Options for the {s} {t}: {a}, {b} or something else; leaning to {a}."),
+                     ("mid", "We picked {a} for {s}."), ("new", "{s}: {a} is out, {b} replaces it."))),
+    ("dec.adr", (("old", '{{"adr": "ADR-{n}", "service": "{s}", "{k}": "{a}", "status": "accepted"}}'),
+                 ("new", '{{"adr": "ADR-{m}", "service": "{s}", "{k}": "{b}", "supersedes": "ADR-{n}"}}'))),
+    ("dec.agreed", (("old", "Let's go with {a} for the {s} {t}."), ("mid", "Agreed, {s} gets {a}."),
+                    ("new", "Change of plan for {s}: drop {a}, use {b}."))),
+    ("dec.tried", (("old", "Going with {a} for the {s} {t} for now."),
+                   ("new", "We tried {a} on {s} and it did not hold up; {b} it is."))),
+    ("dec.table", (("old", "| {s} | {t} | {a} | chosen |"), ("mid", "| {s} | {t} | {a} | rejected |"),
+                   ("new", "| {s} | {t} | {b} | chosen |"))),
 )
