@@ -8,7 +8,12 @@ with an equal topic and a value of the same kind replaces the latest earlier one
 overlapping: a false supersession loses a fact ("Conference spending ceiling" and "Project spending
 ceiling" stay two), a missed one only keeps an old line beside the new.
 
-Tests: tests/test_context_atomic.py.
+Also here: a rename that names both things, a line that names the value it replaces ("instead of
+B", `old_terms`), a record of a single-valued relation replacing its prose (`SINGLE`), and an
+override of a plan or decision (`overrides`): retention's last superseded values shown as current
+and its rejected-plan shape (issue 25).
+
+Tests: tests/test_context_atomic.py, tests/test_context_supersede.py.
 """
 
 from __future__ import annotations
