@@ -178,7 +178,7 @@ def test_run_section_and_cli_dump(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert set(seed_list(3)).isdisjoint(seed_list(3, dev=True))
     section = run(seeds=1, shapes=("sparse",), shares=(0.25,), dev=True)
     table, targets = section.tables
-    assert [r[1] for r in table.rows] == ["none", "naive", "extractive", "model"]
+    assert [r[1] for r in table.rows] == ["none", "naive", "extractive", "model", "folded"]
     assert table.rows[0][2].startswith("100.0%")
     assert all(r[-1] in ("met", "MISSED") for r in targets.rows)
     cells = evaluate(("dense",), (0.66,), ("extractive",), [seed_list(1, dev=True)[0]], dump=tmp_path)
@@ -191,3 +191,30 @@ def test_run_section_and_cli_dump(tmp_path: Path, capsys: pytest.CaptureFixture[
         assert (where / name).is_file(), name
     missed = json.loads((where / "naive-0.66.missed.json").read_text())
     assert missed["missed"] and {"category", "subject", "answer", "statement"} <= set(missed["missed"][0])
+
+
+def test_decisions_shape_overrides_plans_in_several_structures(convs: dict) -> None:
+    """Its corrections are overridden decisions: the old plan said first, the new one later, in at
+    least five structures over a few seeds; the raw transcript answers each and shows none stale."""
+    used: set[str] = set()
+    for seed in (303, 304, 305):
+        conv = conversation(seed, "decisions")
+        decided = [p for p in conv.probes if p.category == "correction"]
+        assert all(p.template.startswith("dec.") for p in decided)
+        used |= {p.template for p in decided}
+        raw = lines(texts(conv.messages))
+        for p in decided:
+            old = [i for i, x in enumerate(raw) if answers(x, p.subject, p.superseded[0])]
+            assert old and old[0] < raw.index(p.statement), p  # the replaced plan was said before the new one
+    assert len(used) >= 5, used
+
+
+def test_folded_method_folds_and_stays_within_the_budget(convs: dict, tmp_path: Path) -> None:
+    conv = convs[("decisions", SEEDS[0])]
+    t, st = m.write_inputs(conv, tmp_path)
+    budget = int(conv.tokens * 0.25)
+    out = m.folded(t, st, budget)
+    s = score(out.messages, conv.probes, conv.constraints, tokens=out.tokens, budget=budget)
+    assert out.summary_source == "extractive" and out.tokens <= budget
+    assert s.orphans == 0 and s.constraints_kept == s.constraints_total
+    assert s.kept_all > score(m.naive(conv, t, st, budget).messages, conv.probes, conv.constraints).kept_all

@@ -244,6 +244,29 @@ class Facts:
                     superseded=(old,), template=f"pairfix-{syntax}", speaker=speaker, position=pos,
                     statement=next(x for x in score_lines([line]) if answers(x, k, new)))
 
+    def decision(self, pos: float, probe: bool, speaker: str) -> None:
+        """A plan or decision about a service, then replaced by another (a rejected plan, an
+        overridden decision) in one of several structures; the old and the new lines far apart,
+        so that a fold can fall between them. The probe asks for the plan in force."""
+        r = self.r
+        s = self.n.service()
+        topic = r.choice(tuple(ph.DECISION_TOPICS))
+        key, options = ph.DECISION_TOPICS[topic]
+        old, new = r.sample(options, 2)
+        tid, said = r.choice(ph.DECISION_TEMPLATES)
+        first = r.uniform(0.0, max(0.01, pos - 0.15))
+        n = r.randint(10, 99)
+        line = ""
+        for when, template in said:
+            text = template.format(s=s, t=topic, k=key, a=old, b=new, n=n, m=n + 1)
+            at = {"old": first, "mid": r.uniform(first, pos - 0.1), "new": pos}[when]
+            who = speaker if when == "new" else r.choice(("user", "user", "assistant"))
+            put = self.put(at, "user" if who == "tool" else who, text)
+            line = put if when == "new" else line
+        self.record(probe, category="correction", question=f"Which {topic} is {s} using now?", subject=s, answer=new,
+                    superseded=(old,), template=tid, speaker="user" if speaker == "tool" else speaker, position=pos,
+                    statement=line)
+
     def status(self, pos: float, probe: bool, speaker: str) -> None:
         i = self.n.task()
         kind = self.r.choices(("state", "blocked", "next"), (50, 25, 25))[0]

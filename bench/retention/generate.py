@@ -3,13 +3,18 @@
 Why generated and not recorded: the held-out benchmark cannot be seen, so what we can control is
 a generator with the same ingredients (five fact categories, chatter, boilerplate, long tool
 output, unrelated and obsolete lines, corrections) and real variety: names, values, phrasings,
-placements and order all come from the seed. Two shapes:
+placements and order all come from the seed. Three shapes:
 
 - `sparse`: 75 probed facts and some look-alikes drowned in acknowledgements, small talk, CI
   noise, logs, file dumps and test runs. The issue's target: >= 98% kept at 25% of the size.
 - `dense`: the same categories, but most of the text is facts (many per message, most of them
   unprobed look-alikes) and there is little filler, so even 66% of the size is tight
   (target >= 80%).
+- `decisions`: the sparse shape whose 15 corrections are overridden decisions and rejected plans
+  (`Facts.decision`: a plan then "no, we are not doing A", a decision then reverted, options with
+  one picked then replaced, ADR records, a decision-log table, an agreement then a change of plan),
+  the old and the new far apart (issue 25: a rejected plan still presented as current in 20 of 21
+  cases). Its figure that matters is "superseded as current" (target 0), with the new plan kept.
 
 Sizes are measured in the unit `longrun compact --budget` uses (`estimate_messages` on
 `Message.from_wire`), drawn per seed (36k-54k sparse, 40k-58k dense) and asserted to be within 30k-60k.
@@ -32,13 +37,13 @@ from bench.retention.probe import CATEGORIES, Probe
 from longrun.context import estimate_messages, estimate_text
 from longrun.models.blocks import Message
 
-SHAPES = ("sparse", "dense")
+SHAPES = ("sparse", "dense", "decisions")
 PROBES_PER_CATEGORY = 15
 RECORD_PROBES = 4
 """Of a conversation's value probes, how many are pairs in lines that state dozens of facts (two
 lines, two probes each; `Facts.records`)."""
 MIN_TOKENS, MAX_TOKENS = 30_000, 60_000
-TARGET_RANGE = {"sparse": (36_000, 54_000), "dense": (40_000, 58_000)}  # drawn per seed
+TARGET_RANGE = {"sparse": (36_000, 54_000), "dense": (40_000, 58_000), "decisions": (36_000, 54_000)}  # per seed
 
 SPEAKERS = {  # where a probed fact of each category is stated (weights user/assistant/tool)
     "value": (1, 0, 0), "relation": (4, 3, 3), "tool": (0, 0, 1), "correction": (9, 7, 4), "status": (7, 8, 5),
@@ -124,6 +129,7 @@ def conversation(seed: int, shape: str = "sparse") -> Conversation:
     r = random.Random(f"retention:{shape}:{seed}")
     namer = w.Namer(r)
     dense = shape == "dense"
+    decisions = shape == "decisions"  # sparse, its corrections overridden decisions and rejected plans
     turns = [Turn() for _ in range(r.randint(30, 45) if dense else r.randint(140, 200))]
     facts = Facts(r, namer, turns, join=0.9 if dense else 0.4)
     background = [namer.service() for _ in range(12)]
@@ -140,6 +146,8 @@ def conversation(seed: int, shape: str = "sparse") -> Conversation:
                 facts.value(pos, True)
             elif category == "tool":
                 facts.tool(pos, True)
+            elif category == "correction" and decisions:
+                facts.decision(max(pos, 0.2), True, _speaker(r, category))
             else:
                 getattr(facts, category)(pos, True, _speaker(r, category))
 
@@ -161,6 +169,8 @@ def conversation(seed: int, shape: str = "sparse") -> Conversation:
             facts.value(pos, False, r.choice(("user", "user", "user", "assistant")))
         elif category == "tool":
             facts.tool(pos, False)
+        elif category == "correction" and decisions and r.random() < 0.5:
+            facts.decision(max(0.2, pos), False, _speaker(r, category))
         else:
             getattr(facts, category)(max(0.12, pos) if category == "correction" else pos, False, _speaker(r, category))
         stats["distractors"] += 1

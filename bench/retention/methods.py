@@ -6,6 +6,9 @@
   tool pair is split, plus the state block (rendered by `render_request`): the floor.
 - `extractive`: exactly `longrun compact TRANSCRIPT.jsonl --state STATE.json --budget B --json`
   (in-process through `compact_cmd.build`; a test checks the real CLI gives the same).
+- `folded`: the extractive pipeline over the conversation arriving in five slices, each folded
+  into the previous projection with the run's fact store carried (`compact(..., previous=...,
+  facts=...)`), as a run's compactions fold it; what a fold loses, this shows.
 - `model`: the same pipeline with `ModelSummarizer` over the real Anthropic adapter against the
   local fake server, whose policy is `fake_model.policy` (a deterministic stand-in, not an LLM).
   `project()` mirrors `compact_cmd.build` around `compact` (load, policy, render_request,
@@ -28,10 +31,12 @@ from bench.retention.generate import Conversation
 from longrun.cli import compact_cmd
 from longrun.context import Calibration, compact, estimate_request, fit_request, render_request
 from longrun.context.summary import Summarizer
-from longrun.models.context import TranscriptItem
+from longrun.models.context import FactRow, Projection, TranscriptItem
+from longrun.models.provider import ModelRequest
 from longrun.models.spec import ContextPolicy
+from longrun.models.state import TaskState
 
-METHODS = ("none", "naive", "extractive", "model")
+METHODS = ("none", "naive", "extractive", "model", "folded")
 FAKE_KEY = "sk-ant-fake-retention-bench"
 FAKE_MODEL = "anthropic:claude-sonnet-4-6"
 
@@ -93,23 +98,61 @@ def extractive(transcript: Path, state_path: Path, budget: int) -> Output:
                   report.get("summary_rejected_reason"))
 
 
-def project(transcript: Path, state_path: Path, budget: int, summarizer: Summarizer | None) -> dict[str, Any]:
-    """`compact_cmd.build` for `--budget B` with a summarizer passed to `compact`."""
+def _inputs(transcript: Path, state_path: Path, budget: int) -> tuple[list[TranscriptItem], TaskState, ContextPolicy, int]:
+    """(items, state, policy, window) as `longrun compact TRANSCRIPT --state STATE --budget B` builds them."""
     items: list[TranscriptItem] = compact_cmd.load_transcript(transcript)
     state = compact_cmd.load_state(str(state_path), items)
     probe = ContextPolicy()
     policy = ContextPolicy(budget=budget, trigger=max(500, budget), target_ratio=compact_cmd.OFFLINE_TARGET_RATIO)
-    window = budget + probe.reserve_output + probe.headroom
+    return items, state, policy, budget + probe.reserve_output + probe.headroom
+
+
+def _sent(projection: Projection | None, items: list[TranscriptItem], state: TaskState, policy: ContextPolicy,
+          window: int, calibration: Calibration) -> ModelRequest:
+    """The request after `projection`, rendered and fitted as `longrun compact` sends it."""
+    request = render_request(model="offline", system="", projection=projection, new_items=items, state=state,
+                             tools=[], max_tokens=policy.reserve_output)
+    return fit_request(request, limit=policy.limit(window), calibration=calibration,
+                       keep_min_tail_turns=policy.min_tail_turns)[0]
+
+
+def project(transcript: Path, state_path: Path, budget: int, summarizer: Summarizer | None) -> dict[str, Any]:
+    """`compact_cmd.build` for `--budget B` with a summarizer passed to `compact`."""
+    items, state, policy, window = _inputs(transcript, state_path, budget)
     calibration = Calibration()
     projection = compact(items, previous=None, state=state, policy=policy, window=window, trigger="offline",
                          calibration=calibration, summarizer=summarizer)
-    request = render_request(model="offline", system="", projection=projection, new_items=items, state=state,
-                             tools=[], max_tokens=policy.reserve_output)
-    request, _ = fit_request(request, limit=policy.limit(window), calibration=calibration,
-                             keep_min_tail_turns=policy.min_tail_turns)
+    request = _sent(projection, items, state, policy, window, calibration)
     report = projection.report.model_dump(mode="json")
     report["tokens_sent_estimated"] = estimate_request(request)
     return {"messages": [m.to_wire() for m in request.messages], "report": report}
+
+
+FOLDS = 5
+"""Slices of a conversation in the `folded` method: the first compaction and four folds."""
+
+
+def folded(transcript: Path, state_path: Path, budget: int, folds: int = FOLDS) -> Output:
+    """The conversation arriving in `folds` slices, each folded into the previous projection as a
+    run's compactions fold it (`compact(items, previous=..., facts=rows)`, forced: `longrun
+    compact-now`), the fact store carried from one to the next as its table would hold it; then
+    the request as sent after the last. A slice ends before a human's text message, so no tool
+    pair is split."""
+    items, state, policy, window = _inputs(transcript, state_path, budget)
+    calibration = Calibration()
+    starts = [i for i, it in enumerate(items) if it.message.role == "user" and not it.message.tool_results()]
+    ends = sorted({next((s for s in starts if s >= len(items) * k // folds), len(items)) for k in range(1, folds)})
+    previous: Projection | None = None
+    rows: list[FactRow] = []
+    sources: list[str] = []
+    for end in [*ends, len(items)]:
+        projection = compact(items[:end], previous=previous, state=state, policy=policy, window=window,
+                             trigger="operator", calibration=calibration, force=True, facts=rows)
+        if projection.report.outcome != "noop":
+            previous, rows = projection, rows + projection.new_facts
+            sources.append(str(projection.report.summary_source))
+    request = _sent(previous, items, state, policy, window, calibration)
+    return Output([m.to_wire() for m in request.messages], estimate_request(request), sources[-1] if sources else "none")
 
 
 @contextmanager

@@ -203,3 +203,35 @@ CONSTRAINT_TEMPLATES: tuple[Callable[[dict[str, str]], str], ...] = (
     lambda n: f"Do not modify anything under {n['path']}.",
     lambda n: f"Never restart {n['svc']} during business hours in {n['region']}.",
 )
+
+# Overridden decisions and rejected plans (issue 25: "when a plan was rejected and replaced, the
+# rejected plan is still presented"): a plan or decision about a service, then a later line that
+# replaces it, in structures that differ, not only in words.
+DECISION_TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # topic: (its JSON key, the options; no option is a token inside another)
+    "cache": ("cache", ("memcached", "Redis", "Hazelcast", "Caffeine", "Varnish")),
+    "queue": ("queue", ("Kafka", "RabbitMQ", "SQS", "NATS", "Pulsar")),
+    "rollout strategy": ("rollout", ("blue-green", "canary", "rolling", "shadow-traffic")),
+    "export format": ("export_format", ("Parquet", "CSV", "Avro", "NDJSON", "ORC")),
+    "datastore": ("datastore", ("Postgres", "DynamoDB", "Cassandra", "CockroachDB", "MySQL")),
+    "API style": ("api_style", ("gRPC", "REST", "GraphQL", "Thrift")),
+    "auth scheme": ("auth", ("OIDC", "mTLS", "SAML", "JWT")),
+    "search backend": ("search", ("Elasticsearch", "OpenSearch", "Typesense", "Meilisearch")),
+    "job runner": ("runner", ("Airflow", "Temporal", "Argo", "Dagster")),
+}
+DECISION_TEMPLATES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    # (id, the lines, each (when: "old", "mid" or "new"; text with {s} service, {t} topic, {k} its key,
+    # {a} the old option, {b} the new one, {n} and {m} = n + 1 numbers)); the answer is {b}
+    ("dec.plan_no", (("old", "Plan for {s}: use {a} as the {t}."), ("new", "No, we are not doing {a} for {s}; do {b}."))),
+    ("dec.revert", (("old", "Decision: {s} {t} = {a}."), ("new", "Reverting the {a} decision on {s}, going with {b}."))),
+    ("dec.options", (("old", "Options for the {s} {t}: {a}, {b} or something else; leaning to {a}."),
+                     ("mid", "We picked {a} for {s}."), ("new", "{s}: {a} is out, {b} replaces it."))),
+    ("dec.adr", (("old", '{{"adr": "ADR-{n}", "service": "{s}", "{k}": "{a}", "status": "accepted"}}'),
+                 ("new", '{{"adr": "ADR-{m}", "service": "{s}", "{k}": "{b}", "supersedes": "ADR-{n}"}}'))),
+    ("dec.agreed", (("old", "Let's go with {a} for the {s} {t}."), ("mid", "Agreed, {s} gets {a}."),
+                    ("new", "Change of plan for {s}: drop {a}, use {b}."))),
+    ("dec.tried", (("old", "Going with {a} for the {s} {t} for now."),
+                   ("new", "We tried {a} on {s} and it did not hold up; {b} it is."))),
+    ("dec.table", (("old", "| {s} | {t} | {a} | chosen |"), ("mid", "| {s} | {t} | {a} | rejected |"),
+                   ("new", "| {s} | {t} | {b} | chosen |"))),
+)

@@ -31,7 +31,7 @@ SHARES = (0.25, 0.66)
 DEFAULT_SEEDS = 6
 REPORT_SEED_BASE, DEV_SEED_BASE = 5_000, 9_000
 TARGETS = {("sparse", 0.25): 0.98, ("dense", 0.66): 0.80}
-COMPACTORS = ("extractive", "model")
+COMPACTORS = ("extractive", "model", "folded")
 
 
 def seed_list(n: int, dev: bool = False) -> list[int]:
@@ -94,6 +94,8 @@ def evaluate(shapes: Sequence[str], shares: Sequence[float], methods: Sequence[s
                         out = m.naive(conv, transcript, state, budget)
                     elif method == "extractive":
                         out = m.extractive(transcript, state, budget)
+                    elif method == "folded":
+                        out = m.folded(transcript, state, budget)
                     else:
                         assert summarizer is not None
                         out = m.model(transcript, state, budget, summarizer)
@@ -163,7 +165,14 @@ def shape_table(shape: str, cells: dict[Key, Cell], shares: Sequence[float], met
         "fake server whose summary policy is a deterministic stand-in (bench/retention/fake_model.py), not an LLM.",
         "budget = share x the transcript's tokens (`estimate_messages`, the unit of `--budget`); tokens are the "
         "projection's `tokens_sent_estimated` (for naive, `estimate_request` of what it sends).",
+        "folded: the extractive pipeline over the conversation in 5 slices, each folded into the previous projection "
+        "with the fact store carried, as a run's compactions fold it.",
     ]
+    if shape == "decisions":
+        t.notes.append("decisions: the corrections are overridden decisions and rejected plans (a plan then rejected, "
+                       "a decision reverted, options with one picked then replaced, ADR records, a decision-log table, "
+                       "an agreement then a change of plan); kept = the plan in force beside its service; superseded as "
+                       "current = the replaced plan on the last line about it without a marker (rejected, reverted, ...).")
     return t
 
 
@@ -199,7 +208,7 @@ def targets_table(cells: dict[Key, Cell], shapes: Sequence[str], shares: Sequenc
         "the question; a paraphrased but correct fact counts as lost, a kept line a reader would misread counts as kept "
         "(superseded values are caught only for corrections, by the marker-word rule); the model mode measures "
         "the pipeline around a summary of model size, not Claude's summary; token counts are longrun's estimate, not "
-        "a provider's tokenizer; one compaction from scratch per conversation, not repeated folds over a long run.",
+        "a provider's tokenizer; the folds (method folded) are five, over one conversation, not a long run's hundreds.",
         f"Shares {', '.join(f'{x:.0%}' for x in shares)} of each transcript's estimated tokens; the held-out "
         "benchmark's conversations, phrasings and sizes are not these, so figures here are a proxy, not its result.",
     ]

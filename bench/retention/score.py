@@ -9,7 +9,7 @@ paragraph is not penalised for it, but cannot pair a subject with a value senten
 - superseded presented as current (corrections only): among the lines that mention the subject
   with the final or an old value, the last one in projection order mentions an old value, not
   the final one, and carries no marker (superseded, obsolete, was, previously, corrected,
-  replaced, instead, not, ...). Target 0.
+  replaced, instead, not, rejected, reverted, dropped, ...). Target 0.
 - constraints verbatim: each constraint of the state appears byte for byte.
 - orphans: tool_use blocks without their result in the next message, and results without their
   use in the previous one (what the API rejects). Target 0.
@@ -29,7 +29,8 @@ LONG_LINE = 400
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 MARKERS = re.compile(
     r"\b(superseded|supersedes|obsolete|was|previously|previous|corrected|correction|replaced|instead|not|"
-    r"no longer|formerly|outdated|old|earlier|scratch|changed from)\b", re.I)
+    r"no longer|formerly|outdated|old|earlier|scratch|changed from|rejected|reverted|reverting|dropped|ruled out|"
+    r"abandoned|scrapped|vetoed)\b", re.I)
 
 
 def texts(messages: Sequence[dict[str, Any]]) -> list[str]:

@@ -208,8 +208,10 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
         header = line if atomic.header_like(line) else ""
         # a rule keeps its line whole: "Budget cap is $956 total. Never exceed without explicit
         # approval." is one fact, and either half alone misleads; so does a labelled line ("GOAL
-        # STATE: ..."), whose label types every sentence after it
-        whole = len(line) <= MAX_UNIT_CHARS and (fastre.found(kinds.RULE, line) or bool(kinds.LABEL.match(line)))
+        # STATE: ..."), whose label types every sentence after it, and an override ("We tried A on
+        # X and it did not hold up; B it is."), whose new choice would lose what it is about
+        whole = len(line) <= MAX_UNIT_CHARS and (fastre.found(kinds.RULE, line) or bool(kinds.LABEL.match(line))
+                                                 or fastre.found(kinds.OVERRIDE, line))
         split = (prose and not whole) or len(line) > MAX_UNIT_CHARS
         parts = [s for s in _SENTENCE_END.split(line) if s] if split else [line]
         for p in parts:

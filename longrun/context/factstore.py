@@ -82,11 +82,13 @@ class FactStore:
         return out
 
     def replaced_values(self, source: str) -> set[str]:
-        """The texts of `source`'s rows that a later row replaced with another value, and that no
-        current row repeats: quoted, they would read as current."""
+        """The texts of `source`'s rows that a later row replaced with another value (or corrected
+        or overrode in other words: a rejected plan holds no value), and that no current row
+        repeats: quoted, they would read as current."""
         value = {r.seq: r.value for r in self.rows}
         old = {value_row.text for r in self.rows for s in r.supersedes
-               if (value_row := self._by_seq(s)) is not None and value_row.source == source and value[s] != r.value}
+               if (value_row := self._by_seq(s)) is not None and value_row.source == source
+               and (value[s] != r.value or (r.final and value_row.text != r.text))}
         return old - {r.text for r in self.current() if r.source == source}
 
     def _by_seq(self, seq: int) -> FactRow | None:

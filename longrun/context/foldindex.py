@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from longrun.context import facts, reword
+from longrun.context import facts, fastre, reword
 from longrun.context.facts import Unit
+from longrun.context.kinds import OVERRIDE
 
 if TYPE_CHECKING:
     from longrun.context.ledger import Entry
@@ -206,6 +207,10 @@ class Earlier:
     def reworded(self, u: Unit) -> int | None:
         return reword.replaces(u, self.by_topic, self.entries)
 
+    def overridden(self, u: Unit) -> list[int]:
+        """The earlier choices an override replaces (`reword.overrides`), looked up by topic word."""
+        return reword.overrides(u, self.entries, self.by_word)
+
     def updated(self, u: Unit) -> int | None:
         """A self-declared update said in other words (`reword.updates`), looked up by topic word."""
         return reword.updates(u, self.entries, self.by_word)
@@ -249,6 +254,8 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
     found: list[tuple[int, int]] = []
     attrs = facts.attributes(u)
     kinds = facts.value_kinds(facts.held_values(u))
+    old = reword.old_terms(u)
+    overrides = fastre.found(OVERRIDE, u.text)
     for i in nearby:
         e = entries[i]
         if e is None:
@@ -256,17 +263,24 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
         o = e.unit
         if o.where != u.where and u.source != "tool" and o.source == "tool":
             continue
-        names = len(facts.subjects(o) & facts.subjects(u))
+        shared = facts.subjects(o) & facts.subjects(u)
+        names = len(shared)
         shared_values = facts.held_values(o) & facts.held_values(u)
         if not (names or shared_values):
             continue  # a correction names its subject or the value it replaces
+        if overrides and not shared_values and not (facts.subjects(o) <= facts.subjects(u) or reword.ident_like(shared)):
+            continue  # an override sharing only a product's name (gRPC) with a choice about another thing
+        # the value it says it replaces ("instead of B", "from B to C"), said as a name or a value
+        named_old = old & (facts.subjects(o) | {v.lower() for v in facts.held_values(o)})
+        if named_old and not (facts.subjects(o) & facts.subjects(u)) - named_old:
+            named_old = frozenset()  # it must be about the same thing as well
         same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values) or _renames(u, o)
         same_attr = attrs & facts.attributes(o)
-        if not (shared_values or (same_attr and same_kind)):
+        if not (shared_values or named_old or (same_attr and same_kind)):
             continue
         if not ((facts.held_values(u) - facts.held_values(o)) or (u.names - o.names)):
             continue  # says nothing new: not a correction of this line
-        found.append((2 * names + len(same_attr) + 3 * len(shared_values), i))
+        found.append((2 * names + len(same_attr) + 3 * len(shared_values | named_old), i))
     found.sort(key=lambda f: (-f[0], -f[1]))
     return [i for _, i in found]
 

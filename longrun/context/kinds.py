@@ -73,6 +73,22 @@ REJECTED = re.compile(
     re.I,
 )
 """A decision that rejects an alternative: the store keeps it marked rejected."""
+OVERRIDE = fastre.fold(re.compile(
+    r"\b(?:not (?:doing|going with|going to (?:do|use)|using|use)|won't (?:do|use|go with)|reject\w*|ruled out"
+    r"|revert\w*|roll(?:ed|ing|s)? back|back(?:ed|ing)? out|drop(?:ped|ping|s)?|(?:is|are) out|change of plan"
+    r"|scrap(?:ped|ping|s)?|scratch|abandon\w*|no longer|instead|replac\w+|switch\w* (?:from|to|away)|cancel\w*"
+    r"|did(?: not|n't) (?:work|hold up|scale|pan out)|supersed\w*|overrid\w*|vetoed|decided against)\b",
+    re.I,
+))
+"""A line that overrides a choice: rejects, reverts, drops or replaces a plan or a decision."""
+CHOICE = fastre.fold(re.compile(
+    r"\b(?:plan(?:ned|s)?|pick(?:ed)?|cho(?:se|sen|ose)|go(?:ing)? with|went with|let's|opt(?:ed)? for|leaning"
+    r"|settled|agreed|decided|decision|use \S+ (?:as|for)|gets)\b|\bit is\b",
+    re.I,
+))
+"""A line that makes a choice ("Plan for X: use A", "We picked A", "Let's go with A", "X gets A"):
+what an override replaces."""
+
 PREFERENCE = re.compile(
     r"\b(?:prefers?|preferred|preference|i(?:'d| would) rather|would rather|i like|likes|i want|wants|rather than"
     r"|style|tone|terse|verbose|concise|format(?:ted)? (?:as|in)|(?:use|stick to|in) (?:\w+ )?(?:metric|imperial) )",

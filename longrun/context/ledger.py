@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from longrun.context import facts, kinds
+from longrun.context import facts, kinds, reword
 from longrun.context.facts import Unit
 from longrun.context.foldindex import Earlier
 from longrun.context.index import STATE_TOOLS, is_short
@@ -263,19 +263,26 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
         gone: list[Entry] = []
         prior = seen.same_key(u)
         final = prior is not None and u.correction and _differs(u, entries[prior])
-        if prior is None and (u.correction or seen.restates_value(u)):
+        if prior is None and (u.correction or seen.restates_value(u) or reword.old_terms(u)):
             matches = seen.corrected(u)
             for other in matches[1:]:
                 gone.append(entries[other])  # type: ignore[arg-type]
                 entries[other] = None
             prior = matches[0] if matches else None
-            final = prior is not None and u.correction
+            final = prior is not None and (u.correction or bool(reword.old_terms(u)))
         if prior is None:
             prior = seen.same_subject(u)
         if prior is None:
             prior = seen.reworded(u)
         if prior is None:
             prior = seen.updated(u)
+        overridden = [i for i in seen.overridden(u) if i != prior]  # every choice it overrides goes
+        final = final or bool(overridden)  # a choice replaced in other words: never quoted as current
+        if prior is None and overridden:
+            prior = overridden.pop(0)
+        for other in overridden:
+            gone.append(entries[other])  # type: ignore[arg-type]
+            entries[other] = None
         old_entry = entries[prior] if prior is not None else None
         if old_entry is not None and prior is not None:
             if facts.template(old_entry.unit.text) == facts.template(u.text):

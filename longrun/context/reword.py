@@ -8,7 +8,12 @@ with an equal topic and a value of the same kind replaces the latest earlier one
 overlapping: a false supersession loses a fact ("Conference spending ceiling" and "Project spending
 ceiling" stay two), a missed one only keeps an old line beside the new.
 
-Tests: tests/test_context_atomic.py.
+Also here: a rename that names both things, a line that names the value it replaces ("instead of
+B", `old_terms`), a record of a single-valued relation replacing its prose (`SINGLE`), and an
+override of a plan or decision (`overrides`): retention's last superseded values shown as current
+and its rejected-plan shape (issue 25).
+
+Tests: tests/test_context_atomic.py, tests/test_context_supersede.py.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from longrun.context import facts, kinds
+from longrun.context import facts, fastre, kinds, valueslot
 from longrun.context.facts import Unit
 
 if TYPE_CHECKING:
@@ -50,15 +55,86 @@ def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] 
     days = {w for w in words if w in kinds.DAYS}
     norm = {"~name" if w in _NAMING else facts.CANON.get(w, w) for w in words - days}
     names, held = facts.subjects(u), facts.held_values(u)
+    naming = "~name" in norm
     if held or days:
         value, vkinds = held | days, frozenset(facts.value_kinds(held) | ({"date"} if days else set()))
-    elif "~name" in norm and len(names) == 1:
+        if naming and valueslot.identifiers(held, facts._IDENT, facts._NAME):
+            vkinds |= {"name"}  # "X codename: OLD-1" names X, as "We are calling X NEW-2 now" does
+    elif naming and len(names) == 1:
         value, vkinds, names = names, frozenset({"name"}), frozenset()
+    elif len(names) == 2 and ((naming and not u.relation) or fastre.found(SINGLE, u.text)):
+        pair = _subject_and_target(u, names, naming)
+        if pair is None:
+            return None
+        value, names = frozenset({pair[1]}), frozenset({pair[0]})
+        # a prose relation is found by a record of it ("| A | routes to | C |"), but replaces none
+        # itself: "A routes to C" after "A routes to B" may add a route (tests/test_context_ledger.py)
+        vkinds = frozenset({"name", "other"}) if naming else frozenset({"~prose"} | facts.value_kinds(value))
     else:
         return None
     if not norm:
         return None
     return frozenset(norm | names), frozenset(value), vkinds
+
+
+SINGLE = fastre.fold(re.compile(
+    r"\b(?:routes? to|routed to|forwards? to|proxies to|points? (?:to|at)|runs? (?:in|on)|hosted (?:in|on)"
+    r"|deployed (?:to|in|on)|scheduled on|lives? (?:in|on)|located (?:in|at)|owned by|maintained by|pinned to"
+    r"|mounted (?:at|on)|stored (?:in|at)|reads? from|publishes to|emits to|backed by|served by|backs|hosts)\b",
+    re.I,
+))
+"""Relations a thing has one of at a time (it routes to one place, runs on one cluster, is owned by
+one team): "A routes to B" says A's route is B, so a later "| A | routes to | C |" replaces it.
+Relations a thing may have many of (depends on, calls, uses, consumes) are not here: "A depends on
+B" and "A depends on C" are two facts."""
+_INVERSE = re.compile(r"backs|hosts", re.I)
+"""Relation words whose subject follows them ("B backs A": A's store)."""
+
+
+def _subject_and_target(u: Unit, names: frozenset[str], naming: bool) -> tuple[str, str] | None:
+    """(subject, target) of a line that names two things and says one of them of the other: in a
+    naming line ("We are calling X NEW-2 now", "X is known as NEW-2") and a single-valued relation
+    ("A routes to B") the first named is the subject; after an inverse relation word ("B backs A"),
+    the second. A bare arrow says no relation ("A -> B" may be one of A's many dependencies): none."""
+    low = u.text.lower()
+    first, second = sorted(names, key=lambda n: (low.find(n), n))
+    if low.find(first) < 0 or low.find(second) < 0:
+        return None
+    if not naming:
+        cue = SINGLE.search(u.text)
+        if cue is None or not (low.find(first) < cue.start() <= low.find(second)):
+            return None  # the relation word must stand between the two names
+        if _INVERSE.fullmatch(cue.group(0)):
+            first, second = second, first
+    return first, second
+
+
+_OLD = re.compile(
+    r"\b(?:instead of|rather than|in place of|replacing|not|was|were|previously|formerly)\s+(?:(?:the|on|at|in|to)\s+)?"
+    r"[`'\"(]?(?P<was>\w[\w.:/@-]*\w)"
+    r"|\bfrom\s+[`'\"]?(?P<from>\w[\w.:/@-]*\w)[`'\"]?\s+(?:to|->|=>|→)\s"
+)
+"""Where a line names the value it replaces: "A routes to C instead of B", "re-pointed A from B to C",
+"45s, not 30s", "(was B)". Searched in the lowercased line."""
+
+
+def old_terms(u: Unit) -> frozenset[str]:
+    """The names and values (lowercase) a user's or the agent's line says it replaces (`_OLD`): "bronze-gateway reads from
+    shipping-db-10 instead of loyalty-pg-3" replaces the line that holds loyalty-pg-3 beside
+    bronze-gateway, whether that line said it as a value ("bronze-gateway.datasource = loyalty-pg-3")
+    or as a name ("the LB sends bronze-gateway requests to loyalty-pg-3")."""
+    if "old_terms" not in u.memo:
+        if u.source not in ("user", "agent"):  # in a tool's output "not NULL" or "from a to b" is syntax
+            u.memo["old_terms"] = frozenset()
+            return u.memo["old_terms"]  # type: ignore[no-any-return]
+        low = u.text.lower()
+        found = {m.group("was") or m.group("from") for m in _OLD.finditer(low)} if _OLD_NEEDS.search(low) else set()
+        mine = facts.subjects(u) | {v.lower() for v in facts.held_values(u)}
+        u.memo["old_terms"] = frozenset(t for t in found if t in mine)
+    return u.memo["old_terms"]  # type: ignore[no-any-return]
+
+
+_OLD_NEEDS = re.compile(r"instead|rather|place|replacing|not|was|were|previously|formerly|from")
 
 
 def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Entry | None]) -> int | None:
@@ -77,6 +153,8 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
     theirs = topic(e.unit)
     if theirs is None or not (mine[2] & theirs[2]) or mine[1] <= theirs[1] or not facts.said_alike(u, e.unit):
         return None
+    if "~prose" in mine[2] or ("~prose" in theirs[2] and not facts.attribute_words(u) & facts.attribute_words(e.unit)):
+        return None  # a prose relation's end is a value only for the same relation said in the same words
     return i
 
 
@@ -153,3 +231,56 @@ def _kinds_of(u: Unit) -> set[str]:
     """The kinds of value a unit holds, a day or a month beside a number read as a date ("we now
     ship on June 6" and "the date is 2027-12-11" hold one kind of value)."""
     return facts.value_kinds(facts.held_values(u)) | ({"date"} if u.words & kinds.DAYS else set())
+
+
+def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]]) -> list[int]:
+    """The earlier choices a line overrides, newest first: "No, we are not doing A for X; do B"
+    replaces "Plan for X: use A as the cache" and "We picked A for X" (issue 25: a rejected plan
+    was still presented as current in 20 of 21 cases). An override (`OVERRIDE`) by the user or the
+    agent replaces each earlier line of either that makes a choice (a decision, or `CHOICE`) about
+    the same things (it names no identifier the override does not; neither names any, or both do) and
+    says the option it overrides too (a content word or a name beyond the subject: "Redis",
+    "JWT", "blue-green"). A rule is never replaced this way (a rule is replaced only by
+    a rule); the replaced lines stay in the store, superseded."""
+    if u.source not in ("user", "agent") or u.kind == "rule" or not fastre.found(kinds.OVERRIDE, u.text):
+        return []
+    subjects = facts.subjects(u)
+    mine = _said(u)
+    out = []
+    for i in sorted({i for w in words_of(u) for i in near.get(w, ())}, reverse=True):
+        e = entries[i]
+        if e is None or e.unit.source not in ("user", "agent") or e.unit.kind == "rule":
+            continue
+        o = e.unit
+        theirs = facts.subjects(o)
+        if bool(theirs) != bool(subjects) or (theirs and (not theirs & subjects or ident_like(theirs - subjects))):
+            continue  # about another thing: "| B | API style | REST | rejected |" and "A API style = gRPC"
+        # what both say beyond the thing they are about: the option ("Redis", "JWT", "blue-green")
+        if len(mine & _said(o)) < 1 + bool(theirs):
+            continue
+        if o.kind == "decision" or fastre.found(kinds.CHOICE, o.text):
+            out.append(i)
+    return out
+
+
+_CHOOSING = frozenset(("plan", "plann", "decision", "decid", "option", "pick", "chose", "chosen", "choic", "agre",
+                       "lean", "drop", "dropp", "revert", "reject", "tri", "get", "settl", "opt", "opte", "change",
+                       "hold", "work", "accept"))
+"""Stems of the words of choosing and overriding ("plan", "picked", "drop", "reverting"): two lines
+that share only these share no option."""
+
+
+def ident_like(names: frozenset[str]) -> bool:
+    """One of `names` is an identifier of a thing (orders-api, pg-main-3, cfg.cache), not an
+    acronym or a product's name (API, JWT, gRPC), which many things share: a line that names one
+    the override does not name is about another thing."""
+    return any(not n.isalpha() for n in names)
+
+
+def _said(u: Unit) -> frozenset[str]:
+    """A line's content words but those of choosing, its subject names and its values (lowercase):
+    what an override and the choice it overrides may share."""
+    if "said" not in u.memo:
+        words = words_of(u, names=False) - _CHOOSING
+        u.memo["said"] = words | facts.subjects(u) | {v.lower() for v in facts.held_values(u)}
+    return u.memo["said"]  # type: ignore[no-any-return]

@@ -1,0 +1,83 @@
+"""Supersession across rewording, re-pointing and overriding (issue 25: "0 rejected plans or
+superseded values presented as current").
+
+Each case is a line and a later one that replaces it in another structure; the store must keep
+only the later one current (the earlier stays in the store, superseded, for `recall`). The
+negative cases are lines that look alike and must both stay current: a false supersession loses a
+fact, which is worse than a missed one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from longrun.context import facts
+from longrun.context.factstore import FactStore
+
+
+def _current(*said: str | tuple[str, str]) -> list[str]:
+    """The current rows after folding `said` in order (a text, or (source, text))."""
+    store = FactStore()
+    pairs = [(s if isinstance(s, tuple) else ("user", s)) for s in said]
+    store.extend([(facts.analyse(unit, source), i + 1) for i, (source, text) in enumerate(pairs)
+                  for unit in facts.split_units(text)])
+    return [r.text for r in store.current()]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a rename that names both the subject and its new name
+    (("agent", "| orders-api | codename | KESTREL-12 |"), "We are calling orders-api HERON-7 now."),
+    ("orders-api codename: KESTREL-12", "From here on orders-api is known as HERON-7."),
+    ("The codename for orders-api is KESTREL-12.", "orders-api goes by HERON-7 now, we renamed it."),
+    # a relation re-pointed, naming the old end as a name or as a value
+    (("agent", "the LB sends checkout-web requests to pay-v1"), "checkout-web routes to pay-v2 instead of pay-v1"),
+    (("agent", "checkout-web is scheduled on k8s-east-3"), "re-pointed checkout-web from k8s-east-3 to k8s-west-1"),
+    (("agent", "checkout-web.datasource = pg-main-2"), "checkout-web reads from pg-main-4 instead of pg-main-2"),
+    # a single-valued relation said again in another structure, with another end
+    ("checkout-web routes to pay-v1", "| checkout-web | routes to | pay-v2 |"),
+    ("pg-main-2 backs checkout-web", "| checkout-web | backed by | pg-main-4 |"),
+])
+def test_a_later_line_in_another_structure_supersedes(old: str | tuple[str, str], new: str) -> None:
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    ("checkout-web depends on pay-v1", "| checkout-web | depends on | pay-v2 |"),  # many dependencies
+    ("checkout-web depends on pay-v1", "checkout-web depends on ledger-v3"),
+    ("checkout-web routes to pay-v1", "checkout-web routes to ledger-v3"),  # prose may add a route
+    ("checkout-web routes to pay-v1", "search-web routes to pay-v1"),  # two services, one target
+    ("billing-svc runs in eu-west-1", "traffic from eu-west-1 to us-east-2 is slow today"),
+    ("The codename for orders-api is KESTREL-12.", "We are calling payments-api HERON-7 now."),
+    ("auth-svc calls billing-svc", "billing-svc codename: HERON-7"),
+    ("checkout-web routes to pay-v1", "search-web routes to pay-v2 instead of pay-v0"),  # another old end
+])
+def test_look_alikes_about_other_things_both_stay(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Plan: move the session store to Redis Cluster.", "We are not doing Redis Cluster; keep sessions in Postgres."),
+    ("Decision: billing-export ships as nightly CSV files.", "Reverting the CSV decision for billing-export: stream to Kafka."),
+    (("agent", "I'll go with blue-green deploys for orders-api."), "Scratch blue-green for orders-api, use a canary."),
+    ("We chose SQS for the orders-api queue.", "orders-api queue: SQS was dropped, NATS replaces it."),
+    (("agent", "Going with Redis for the orders-api cache for now."),
+     "We tried Redis on orders-api and it did not scale; Varnish it is."),  # one unit, not two sentences
+])
+def test_an_overridden_plan_is_not_current(old: str | tuple[str, str], new: str) -> None:
+    assert _current(old, new) == [new]
+
+
+def test_an_override_replaces_every_line_of_the_choice_it_overrides() -> None:
+    said = ["Options for the orders-api cache: Redis, Varnish; leaning to Redis.", ("agent", "Agreed, orders-api gets Redis."),
+            "Change of plan for orders-api: drop Redis, use Varnish."]
+    assert _current(*said) == [said[-1]]
+
+
+@pytest.mark.parametrize("pair", [
+    ("Plan for orders-api: use Redis as the cache.", "No, we are not doing Redis for search-api; use memcached."),
+    ("We picked Kafka for the orders-api queue.", "Drop the orders-api staging database after the test."),
+    ("Never deploy orders-api on Fridays.", "We dropped the Friday deploy for orders-api; Monday instead."),
+    ("Decision: orders-api API style = gRPC.", "| search-api | API style | REST | rejected |"),
+])
+def test_an_override_of_another_thing_replaces_nothing(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)
