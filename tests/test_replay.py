@@ -36,6 +36,7 @@ from longrun.client import decide
 from longrun.client import runs as client_runs
 from longrun.models.spec import RunSpec
 from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.runner import workflow_runner
 from tests.support.changed_workflow import ChangedAgentRunWorkflow
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
@@ -95,7 +96,8 @@ async def record_history(store, client, tmp_path) -> WorkflowHistory:
 
 
 def replayer(workflow_cls) -> Replayer:
-    return Replayer(workflows=[workflow_cls], data_converter=pydantic_data_converter)
+    """A replayer with the worker's own runner (the sandbox with longrun passed through)."""
+    return Replayer(workflows=[workflow_cls], data_converter=pydantic_data_converter, workflow_runner=workflow_runner())
 
 
 async def test_recorded_histories_replay_and_a_changed_workflow_is_rejected(store, temporal_client, tmp_path):

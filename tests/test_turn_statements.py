@@ -10,6 +10,7 @@ import pytest
 
 from longrun.client import decide
 from longrun.errors import StaleStateError
+from longrun.models.audit import ErrorRecorded
 from longrun.models.blocks import Message, TextBlock
 from longrun.models.provider import Usage
 from longrun.models.spec import RunSpec
@@ -34,14 +35,15 @@ PLAN = [
 committing turn 1, turn 3 changes the state (a state tool), turn 4 writes after an approval,
 turn 5 answers in text (a plain turn)."""
 
-MAX_STATEMENTS = {"read": 9, "state": 10, "effect": 24, "plain": 6}
+MAX_STATEMENTS = {"read": 8, "state": 9, "effect": 23, "plain": 5}
 """The most statements each kind of turn may send: what they send today. Before issue 26 they sent
 15, 17, 42 and 10 (the state read again by every write; the calibration, the newest entry, the
 call and the projection each read on their own; credentials read in a transaction of three round
 trips; an artifact and its link in two statements; the calibration saved on its own). Issue 28
 added two per model call: the spend ledger's row before the provider is called, and its answer
 (11, 12, 26 and 8). Then the results a turn commits came with its first read, and the answer's
-settle with its append: one statement less each."""
+settle with its append: one statement less each (9, 10, 24, 6). Then the answer's audit events
+rode its append too (the turn's last statement): one less again."""
 
 
 def _turns(invocations: list[Invocation]) -> list[list[Invocation]]:
@@ -143,4 +145,30 @@ def test_an_answer_settles_its_request_in_its_own_append_once(db_url):
         assert [(c.status, c.transcript_seq, float(c.cost_usd or 0)) for c in one.request_costs("r")] == [
             ("answered", seq, 0.25)]
         assert one.settle_turn("r", turn=1, transcript_seq=seq, usage=usage, cost_usd=0.25) is False
+        assert one.verify_chain("r").ok
+
+
+def test_an_answer_and_its_audit_events_are_one_statement_and_land_together(db_url):
+    """What saves the turn's last statement: the model's answer carries its audit events (made
+    for the seq it gets), both chains' heads checked and moved by one UPDATE. A try on a wrong
+    audit head writes neither the entry nor the events; the try that lands writes both, chained."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
+        one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
+        one.append_audit("r", ErrorRecorded(where="before", message="first"))
+        answer = Message(role="assistant", content=[TextBlock(text="done")])
+
+        def events(seq: int) -> list[tuple[ErrorRecorded, str]]:
+            return [(ErrorRecorded(where="model_call", message=f"answer at {seq}"), "system")]
+
+        with _round_trips(one) as trips:
+            seq = one.append_transcript("r", answer, token_estimate=3, turn=1, audits=events)
+        assert trips == ["WITH upd AS"], trips  # the entry and its event: one round trip
+        last = one.audit("r")[-1]
+        assert isinstance(last.event, ErrorRecorded) and last.event.message == f"answer at {seq}", last
+
+        one._remember_head("r", 7, "not-the-head", "audit")  # the next try guesses the audit head wrong
+        seq2 = one.append_transcript("r", answer, token_estimate=3, turn=2, audits=events)
+        assert seq2 == seq + 1  # numbered once: the losing try wrote no entry
+        assert [a.event.message for a in one.audit("r") if isinstance(a.event, ErrorRecorded)] == [
+            "first", f"answer at {seq}", f"answer at {seq2}"]
         assert one.verify_chain("r").ok

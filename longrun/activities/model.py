@@ -18,7 +18,14 @@ from longrun.context import compact, estimate_message, estimate_request, render_
 from longrun.context.state_block import notes_budget
 from longrun.context.summary import ExtractiveSummarizer, Summarizer
 from longrun.errors import ConfigError, ContextOverflow, ProviderError, StaleStateError
-from longrun.models.audit import CompactionDone, CompactionStarted, ErrorRecorded, ModelCalled, ProviderContextManaged
+from longrun.models.audit import (
+    AuditEvent,
+    CompactionDone,
+    CompactionStarted,
+    ErrorRecorded,
+    ModelCalled,
+    ProviderContextManaged,
+)
 from longrun.models.blocks import Message, TextBlock
 from longrun.models.context import CompactionReport, FactRow, Projection
 from longrun.models.io import CompactInput, CompactResult, ModelCallInput, ModelCallResult, ToolCallRef
@@ -155,30 +162,27 @@ class ModelActivities(ActivityBase):
         message = Message(role="assistant", content=content)
         spans.record_content(span, request.messages, message, response.stop_reason, self.redactor)
         tokens = estimate_message(message)
-        # the answer, what it taught the estimator and its request settled in the ledger: one statement
+        # the answer, what it taught the estimator, its request settled in the ledger and its audit: one statement
         settle = Settle(response.usage, self.deps.prices.cost(self.spec(run_id).model, response.usage))
-        seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn,
-                                     calibration=updated, settle=settle)
-        self.audit(
-            run_id,
-            ModelCalled(
-                turn=inp.turn,
-                model=provider.name,
-                transcript_seq=seq,
-                usage=response.usage,
-                estimated_tokens=estimated,
-                calibrated_tokens=calibrated,
-                stop_reason=response.stop_reason,
+
+        def audited(seq: int) -> list[AuditEvent]:
+            events: list[AuditEvent] = [ModelCalled(
+                turn=inp.turn, model=provider.name, transcript_seq=seq, usage=response.usage,
+                estimated_tokens=estimated, calibrated_tokens=calibrated, stop_reason=response.stop_reason,
                 projection_version=projection.version if projection else None,
-            ),
-        )
-        if request.context is not None and response.context is not None:
-            r = response.context
-            self.audit(run_id, ProviderContextManaged(
-                turn=inp.turn, model=provider.name, mode=request.context.mode, transcript_seq=seq,
-                cleared_tool_uses=r.cleared_tool_uses, cleared_input_tokens=r.cleared_input_tokens, compacted=r.compacted,
-                compaction_readable=r.compaction_readable, summary_tokens=summary_tokens, applied_edits=r.applied_edits,
-            ))
+            )]
+            if request.context is not None and response.context is not None:
+                r = response.context
+                events.append(ProviderContextManaged(
+                    turn=inp.turn, model=provider.name, mode=request.context.mode, transcript_seq=seq,
+                    cleared_tool_uses=r.cleared_tool_uses, cleared_input_tokens=r.cleared_input_tokens,
+                    compacted=r.compacted, compaction_readable=r.compaction_readable, summary_tokens=summary_tokens,
+                    applied_edits=r.applied_edits,
+                ))
+            return events
+
+        seq = self.append_transcript(run_id, message, token_estimate=tokens, usage=response.usage, turn=inp.turn,
+                                     calibration=updated, settle=settle, audits=audited)
         log.info("model answered: turn %d, %s, %d tokens in, %d out, stop %s", inp.turn, provider.name,
                  response.usage.total_input, response.usage.output_tokens, response.stop_reason)
         return self._result(seq, message, response.usage, tokens, replayed=False, estimated=estimated, calibrated=calibrated)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,13 +232,29 @@ class ScopedAccess:
 
     def append_transcript(self, run_id: str, message: Message, *, token_estimate: int,
                           usage: Usage | None = None, turn: int | None = None,
-                          calibration: Calibration | None = None, settle: Settle | None = None) -> int:
+                          calibration: Calibration | None = None, settle: Settle | None = None,
+                          audits: Callable[[int], Sequence[AuditEvent]] | None = None) -> int:
         """Append to the transcript; with `calibration`, save it in the same statement, and with
-        `settle`, settle the turn's request in the spend ledger there too."""
+        `settle`, settle the turn's request in the spend ledger there too. With `audits`, the
+        events it makes for the entry's seq go to the audit in that statement as well, after the
+        events the call's scope queued for the run: the answer and its audit land together, and
+        the scope has nothing left to append for the run (one round trip fewer per model call)."""
+        scope = self._slot.scope
+        queued = [(e, a) for r, e, a in scope.audits if r == run_id] if scope is not None and audits else []
+        written: list[AuditEvent] = []
+
+        def riders(seq: int) -> list[tuple[AuditEvent, str]]:
+            made = [*queued, *((event, "system") for event in (audits(seq) if audits else []))]
+            written[:] = [event for event, _actor in made]
+            return made
+
         seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn,
                                            calibration=None if calibration is None else calibration.model_dump(),
-                                           settle=settle)
-        scope = self._slot.scope
+                                           settle=settle, audits=riders if audits is not None else None)
+        if audits is not None:
+            if scope is not None:
+                scope.audits = [q for q in scope.audits if q[0] != run_id]
+            self.audited(written)
         if scope is not None:
             scope.last[run_id] = LastEntry(seq, message.role, turn)
             if calibration is not None:

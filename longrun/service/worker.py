@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from temporalio.client import Client
 from temporalio.worker import Worker as TemporalWorker
+from temporalio.worker import WorkflowRunner
 
 from longrun.activities import AgentActivities, Deps, ErrorMappingInterceptor
 from longrun.activities.trust import WorkerTrust
@@ -42,6 +43,7 @@ from longrun.tools.loading import with_custom_tools
 from longrun.tools.sandbox import SandboxPolicy
 from longrun.webhooks.config import WebhookDirectory
 from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.runner import workflow_runner as default_workflow_runner
 
 ACTIVITY_THREADS = 32
 
@@ -124,11 +126,14 @@ def build_worker(
     tools: Sequence[Tool] = (),
     providers: Mapping[str, ModelProvider] | None = None,
     metrics: WorkerMetrics | None = None,
+    workflow_runner: WorkflowRunner | None = None,
 ) -> TemporalWorker:
     """A worker for the run workflow and every activity, with the activity error mapping.
 
     `metrics` (None: nothing is counted) receives what the activities do and how long each took
     (`longrun.telemetry.metrics`); serving its registry is the caller's part (`run_worker`).
+    `workflow_runner` (None: `longrun.workflows.runner.workflow_runner()`, the sandbox with
+    longrun passed through) is for measuring the runner itself (bench/sandbox.py).
 
     `providers` adds model providers by prefix to the built-ins and entry points; a run naming a
     prefix none has fails at its start. A `provider_for` of the caller's replaces them all (and
@@ -163,6 +168,7 @@ def build_worker(
         client,
         task_queue=task_queue or settings.task_queue,
         workflows=list(workflows),
+        workflow_runner=workflow_runner or default_workflow_runner(),
         activities=activities.all(),
         activity_executor=ThreadPoolExecutor(max_workers=ACTIVITY_THREADS, thread_name_prefix="longrun-activity"),
         max_concurrent_activities=ACTIVITY_THREADS,

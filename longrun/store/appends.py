@@ -44,32 +44,34 @@ from longrun.store.core import StoreCore
 OPTIMISTIC_TRIES = 4
 """Append statements tried on a guessed or freshly read head before the append locks the head."""
 
+Head = tuple[int, str]
+"""A chain's head: (count, hash of its last row)."""
+
 Build = Callable[[int, str, datetime], tuple[dict[str, Any], int, str]]
 """(head count, head hash, now) -> (the append statement's parameters, the new count, the new head
 hash): the rows to append, numbered and hashed on that head."""
 
+JointBuild = Callable[[tuple[Head, ...], datetime], tuple[dict[str, Any], tuple[Head, ...]]]
+"""(the heads of the chains, in the order named, now) -> (the statement's parameters, the new
+heads): rows appended to several chains by one statement (`_append_joint`)."""
 
-def head_sql(chain: str, *, locked: bool = False) -> str:
-    """The statement that reads the head (count, hash) of `chain` from the run's row."""
-    return (f"SELECT {chain}_count, {chain}_head FROM runs WHERE run_id = %(run_id)s"
-            + (" FOR NO KEY UPDATE" if locked else ""))
+
+def head_sql(chain: str | tuple[str, ...], *, locked: bool = False) -> str:
+    """The statement that reads the head (count, hash) of each chain named from the run's row."""
+    chains = (chain,) if isinstance(chain, str) else chain
+    columns = ", ".join(f"{c}_count, {c}_head" for c in chains)
+    return f"SELECT {columns} FROM runs WHERE run_id = %(run_id)s" + (" FOR NO KEY UPDATE" if locked else "")
 
 
 class ChainAppendMixin(StoreCore):
     """The append loop shared by the transcript and the audit (see the module's rules)."""
 
-    def _read_chain_head(self, c: psycopg.Connection, chain: str, run_id: str, *, locked: bool = False) -> tuple[int, str]:
-        row = c.execute(head_sql(chain, locked=locked), {"run_id": run_id}).fetchone()
+    def _read_chain_heads(self, c: psycopg.Connection, chains: tuple[str, ...], run_id: str, *,
+                          locked: bool = False) -> tuple[Head, ...]:
+        row = c.execute(head_sql(chains, locked=locked), {"run_id": run_id}).fetchone()
         if row is None:
             raise RunNotFoundError(run_id)
-        count, digest = row
-        return int(count), str(digest)
-
-    @staticmethod
-    def _try_append(c: psycopg.Connection, sql: str, build: Build, head: tuple[int, str]) -> tuple[int, str] | None:
-        """Run the append statement on `head`; the new head when it wrote, else None."""
-        params, count, digest = build(head[0], head[1], utcnow())
-        return (count, digest) if c.execute(sql, params).fetchall() else None
+        return tuple((int(row[2 * i]), str(row[2 * i + 1])) for i in range(len(chains)))
 
     def _append_chained(self, what: str, chain: str, run_id: str, sql: str, build: Build) -> int:
         """Append what `build` makes to the run's `chain` with the statement `sql`.
@@ -82,28 +84,62 @@ class ChainAppendMixin(StoreCore):
             StoreError: the head on `runs` moved while this append held its lock.
         """
 
-        def run(c: psycopg.Connection) -> int:
-            head = self._cached_chain_head(chain, run_id)
-            for _ in range(OPTIMISTIC_TRIES):
-                if head is None:
-                    head = self._read_chain_head(c, chain, run_id)
-                    self._remember_head(run_id, *head, chain)
-                moved = self._try_append(c, sql, build, head)
-                if moved is not None:
-                    self._remember_head(run_id, *moved, chain, newer_only=True)
-                    return head[0]
-                # the guess was not the head (or another appender won this number): read it again
-                self._forget_head(run_id, chain)
-                head = None
-            with c.transaction():
-                head = self._read_chain_head(c, chain, run_id, locked=True)
-                moved = self._try_append(c, sql, build, head)
-            if moved is None:
-                raise StoreError(
-                    f"{what} on run {run_id}: the {chain} chain head on `runs` is not the one read under "
-                    "this append's lock; run verify_chain"
-                )
-            self._remember_head(run_id, *moved, chain, newer_only=True)
-            return head[0]
+        def joint(heads: tuple[Head, ...], now: datetime) -> tuple[dict[str, Any], tuple[Head, ...]]:
+            params, count, digest = build(heads[0][0], heads[0][1], now)
+            return params, ((count, digest),)
 
-        return self._autocommit(what, run, run_id=run_id, chain=chain)
+        return self._append_joint(what, (chain,), run_id, sql, joint)[0]
+
+    def _append_joint(self, what: str, chains: tuple[str, ...], run_id: str, sql: str, build: JointBuild) -> tuple[int, ...]:
+        """Append what `build` makes to each of the run's `chains` with the one statement `sql`,
+        whose single UPDATE of the `runs` row checks and moves every chain's head: the rows of all
+        chains land together or none do (a model's answer and its audit events, say).
+
+        Returns:
+            Each chain's count before the append, in the order of `chains`.
+
+        Raises:
+            RunNotFoundError: no run has this id.
+            StoreError: a head on `runs` moved while this append held its lock.
+        """
+
+        def remember(heads: tuple[Head, ...]) -> None:
+            for chain, head in zip(chains, heads, strict=True):
+                self._remember_head(run_id, *head, chain, newer_only=True)
+
+        def attempt(c: psycopg.Connection, heads: tuple[Head, ...]) -> bool:
+            params, moved = build(heads, utcnow())
+            if not c.execute(sql, params).fetchall():
+                return False
+            remember(moved)
+            return True
+
+        def run(c: psycopg.Connection) -> tuple[int, ...]:
+            cached = [self._cached_chain_head(chain, run_id) for chain in chains]
+            heads = None if None in cached else tuple(h for h in cached if h is not None)
+            for _ in range(OPTIMISTIC_TRIES):
+                if heads is None:
+                    heads = self._read_chain_heads(c, chains, run_id)
+                    remember(heads)
+                if attempt(c, heads):
+                    return tuple(h[0] for h in heads)
+                # a guess was not the head (or another appender won this number): read them again
+                for chain in chains:
+                    self._forget_head(run_id, chain)
+                heads = None
+            with c.transaction():
+                heads = self._read_chain_heads(c, chains, run_id, locked=True)
+                landed = attempt(c, heads)
+            if not landed:
+                raise StoreError(
+                    f"{what} on run {run_id}: the {' and '.join(chains)} chain head on `runs` is not the one "
+                    "read under this append's lock; run verify_chain"
+                )
+            return tuple(h[0] for h in heads)
+
+        try:
+            return self._autocommit(what, run, run_id=run_id, chain=chains[0])
+        except BaseException:
+            for chain in chains[1:]:  # `_autocommit` drops the first chain's cached head on a doubt
+                self._forget_head(run_id, chain)
+            raise

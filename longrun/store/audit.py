@@ -30,21 +30,31 @@ from longrun.store.core import MAX_EVENT_BYTES, InvalidInputError, check_text, c
 from longrun.store.records import AuditRecord
 from longrun.store.tables import ACTOR_MAX
 
+_ROWS = """INSERT INTO audit_events (run_id, seq, kind, event, actor, created_at, prev_hash, hash)
+SELECT upd.run_id, e.seq, e.kind, e.event::json, e.actor, %({p}now)s::timestamptz, e.prev_hash, e.hash
+FROM upd, unnest(%({p}seqs)s::integer[], %({p}kinds)s::text[], %({p}events)s::text[], %({p}actors)s::text[],
+                 %({p}prevs)s::text[], %({p}hashes)s::text[]) AS e(seq, kind, event, actor, prev_hash, hash)
+RETURNING seq"""
+
 _APPEND_SQL = """
 WITH upd AS (
     UPDATE runs SET audit_head = %(hash)s, audit_count = %(count)s
     WHERE run_id = %(run_id)s AND audit_head = %(prev)s AND audit_count = %(base)s
     RETURNING run_id
 )
-INSERT INTO audit_events (run_id, seq, kind, event, actor, created_at, prev_hash, hash)
-SELECT upd.run_id, e.seq, e.kind, e.event::json, e.actor, %(now)s::timestamptz, e.prev_hash, e.hash
-FROM upd, unnest(%(seqs)s::integer[], %(kinds)s::text[], %(events)s::text[], %(actors)s::text[],
-                 %(prevs)s::text[], %(hashes)s::text[]) AS e(seq, kind, event, actor, prev_hash, hash)
-RETURNING seq
-"""
+""" + _ROWS.format(p="")
 """One append of one or more events, one round trip: events `base + 1 ... count`, the first
 chained on `prev`, written only if `prev` and `base` are the audit head on `runs` (which the same
 statement moves to the last event's hash)."""
+
+AUDIT_RIDER_PREFIX = "a_"
+AUDIT_HEAD_SET = "audit_head = %(a_hash)s, audit_count = %(a_count)s"
+AUDIT_HEAD_CHECK = "audit_head = %(a_prev)s AND audit_count = %(a_base)s"
+AUDIT_ROWS_CTE = "aud AS (\n" + _ROWS.format(p=AUDIT_RIDER_PREFIX) + "\n)"
+"""For another chain's append statement that carries audit events (`_audit_rows` with the
+prefix `a_` makes their parameters): what its UPDATE of the `runs` row also sets and checks, and
+the CTE that inserts the events from that UPDATE's row (so they land exactly when it does)."""
+
 
 _READ_SQL = """
 SELECT r.audit_count AS head_count, r.audit_head AS head_hash,
@@ -124,24 +134,30 @@ class AuditMixin(ChainAppendMixin):
 
     def _append_audits(self, what: str, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]]) -> list[int]:
         """Append checked events (from `_audit_entry`, each with its actor) consecutively."""
-        kinds = [parsed.kind for parsed, _data, _text, _actor in checked]
-        texts = [text for _parsed, _data, text, _actor in checked]
-        actors = [actor for _parsed, _data, _text, actor in checked]
 
         def build(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], int, str]:
-            seqs, prevs, hashes = [], [], []
-            digest = prev
-            for offset, (parsed, data, _text, actor) in enumerate(checked, start=1):
-                prevs.append(digest)
-                digest = self._audit_hash(run_id, count + offset, digest, parsed.kind, data, actor, now)
-                seqs.append(count + offset)
-                hashes.append(digest)
-            return ({"run_id": run_id, "base": count, "count": seqs[-1], "prev": prev, "hash": digest, "now": now,
-                     "seqs": seqs, "kinds": kinds, "events": texts, "actors": actors, "prevs": prevs,
-                     "hashes": hashes}, seqs[-1], digest)
+            return self._audit_rows(run_id, checked, count, prev, now)
 
         base = self._append_chained(what, "audit", run_id, _APPEND_SQL, build)
         return list(range(base + 1, base + 1 + len(checked)))
+
+    def _audit_rows(self, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]], count: int, prev: str,
+                    now: datetime, prefix: str = "") -> tuple[dict[str, Any], int, str]:
+        """The parameters that append `checked` on the audit head (count, prev), each name after
+        `prefix` (`AUDIT_RIDER_PREFIX` in another chain's statement), the new count and head hash."""
+        seqs, prevs, hashes = [], [], []
+        digest = prev
+        for offset, (parsed, data, _text, actor) in enumerate(checked, start=1):
+            prevs.append(digest)
+            digest = self._audit_hash(run_id, count + offset, digest, parsed.kind, data, actor, now)
+            seqs.append(count + offset)
+            hashes.append(digest)
+        last = seqs[-1] if seqs else count
+        params = {"run_id": run_id, "base": count, "count": last, "prev": prev, "hash": digest, "now": now,
+                  "seqs": seqs, "kinds": [p.kind for p, _d, _t, _a in checked],
+                  "events": [t for _p, _d, t, _a in checked], "actors": [a for _p, _d, _t, a in checked],
+                  "prevs": prevs, "hashes": hashes}
+        return {prefix + k: v for k, v in params.items()}, last, digest
 
     def audit(self, run_id: str) -> list[AuditRecord]:
         """The run's audit events, oldest first."""

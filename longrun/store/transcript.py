@@ -15,6 +15,7 @@ The payload each row's hash covers is defined in `longrun.store.chain`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,8 +23,9 @@ import psycopg
 from pydantic import ValidationError
 
 from longrun.errors import RunNotFoundError, StoreError
-from longrun.models import Message, Usage, canonical_json, chain_hash
-from longrun.store.appends import ChainAppendMixin
+from longrun.models import AuditEvent, Message, Usage, canonical_json, chain_hash
+from longrun.store.appends import Head
+from longrun.store.audit import AUDIT_HEAD_CHECK, AUDIT_HEAD_SET, AUDIT_RIDER_PREFIX, AUDIT_ROWS_CTE, AuditMixin
 from longrun.store.chain import transcript_payload
 from longrun.store.core import (
     MAX_MESSAGE_BYTES,
@@ -41,8 +43,8 @@ from longrun.store.tombstone import tombstone_of
 
 _UPDATE_HEAD = """upd AS (
     UPDATE runs SET transcript_head = %(hash)s, transcript_count = %(seq)s,
-        calibration = coalesce(%(calibration)s::jsonb, calibration)
-    WHERE run_id = %(run_id)s AND transcript_head = %(prev)s AND transcript_count = %(seq)s - 1
+        calibration = coalesce(%(calibration)s::jsonb, calibration){audit_set}
+    WHERE run_id = %(run_id)s AND transcript_head = %(prev)s AND transcript_count = %(seq)s - 1{audit_check}
     RETURNING run_id
 )"""
 
@@ -53,14 +55,27 @@ SELECT run_id, %(seq)s::integer, %(role)s::text, %(content)s::json, %(token_esti
 FROM upd
 RETURNING seq"""
 
-_APPEND_SQL = f"WITH {_UPDATE_HEAD}\n{_INSERT}"
-"""One append, one round trip: entry `seq` chained on `prev`, written only if `prev` and `seq - 1`
-are the transcript head on `runs` (which the same statement moves). A model call's answer brings the
-calibration it updated (`calibration`, else NULL: kept): one statement for both."""
 
-_APPEND_SETTLE_SQL = f"WITH {_UPDATE_HEAD}, ins AS (\n{_INSERT}\n), {SETTLE_AFTER_APPEND}\nSELECT seq FROM ins"
-"""A model's answer, its calibration and the settle of its request in the spend ledger
-(`longrun.store.spend`): one statement, so the ledger row is answered exactly when the entry lands."""
+def _append_sql(*, settle: bool, audited: bool) -> str:
+    """The append statement: one entry chained on the transcript head, written only if `prev` and
+    `seq - 1` are the head on `runs` (which the same statement moves); a model call's answer
+    brings the calibration it updated (`calibration`, else NULL: kept). With `settle`, the settle
+    of its request in the spend ledger (`longrun.store.spend`), so the ledger row is answered
+    exactly when the entry lands; with `audited`, audit events whose head the same UPDATE checks
+    and moves (`longrun.store.audit`), so the answer and its audit land together or not at all."""
+    head = _UPDATE_HEAD.format(audit_set=f", {AUDIT_HEAD_SET}" if audited else "",
+                               audit_check=f" AND {AUDIT_HEAD_CHECK}" if audited else "")
+    ctes = [head, *([AUDIT_ROWS_CTE] if audited else [])]
+    if not settle and not audited:
+        return f"WITH {head}\n{_INSERT}"
+    ctes.append(f"ins AS (\n{_INSERT}\n)")
+    if settle:
+        ctes.append(SETTLE_AFTER_APPEND)
+    return "WITH " + ", ".join(ctes) + "\nSELECT seq FROM ins"
+
+
+_APPEND_SQLS = {(settle, audited): _append_sql(settle=settle, audited=audited)
+                for settle in (False, True) for audited in (False, True)}
 
 _COLUMNS = "t.seq, t.role, t.content, t.token_estimate, t.usage, t.turn, t.created_at, t.prev_hash, t.hash"
 
@@ -124,7 +139,7 @@ WHERE r.run_id = %(run_id)s
 """
 
 
-class TranscriptMixin(ChainAppendMixin):
+class TranscriptMixin(AuditMixin):
     """The transcript: append-only, hash-chained, numbered 1, 2, ... per run."""
 
     def last_transcript_entry(self, run_id: str) -> TranscriptRecord | None:
@@ -143,36 +158,49 @@ class TranscriptMixin(ChainAppendMixin):
         turn: int | None = None,
         calibration: dict[str, Any] | None = None,
         settle: Settle | None = None,
+        audits: Callable[[int], Sequence[tuple[AuditEvent, str]]] | None = None,
     ) -> int:
         """Append one message to the run's transcript (kept in full, hash-chained), and with
         `calibration`, replace the run's calibration data in the same statement (as
         `set_calibration` would: a model call's answer and what it taught the estimator); with
         `settle` (a model's answer, `turn` set), settle the turn's request in the spend ledger in
-        that statement too (as `settle_turn` would, and only if the entry is written).
+        that statement too (as `settle_turn` would, and only if the entry is written); with
+        `audits`, append the `(event, actor)` pairs it returns for the entry's seq to the audit
+        in that statement too (as `append_audits` would: all, and only with the entry).
 
         Returns:
             The entry's sequence number (1, 2, ... per run).
 
         Raises:
-            InvalidInputError: bad message, token estimate, usage or turn (nothing written).
+            InvalidInputError: bad message, token estimate, usage, turn or audit event (nothing written).
             RunNotFoundError: no run has this id.
         """
         msg, content, content_text, usage_json = self._transcript_entry(message, token_estimate, usage, turn)
         usage_text = None if usage_json is None else canonical_json(usage_json)
         calibration_text = None if calibration is None else calibration_json(calibration)
+        if settle is not None and turn is None:
+            raise InvalidInputError("turn: a settled answer needs its turn")
+        settled = {} if settle is None else settle.params()
 
-        def build(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], int, str]:
+        def entry(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], Head]:
             seq = count + 1
             digest = self._transcript_hash(run_id, seq, prev, msg.role, content, token_estimate, usage_json, turn, now)
             return ({"run_id": run_id, "seq": seq, "role": msg.role, "content": content_text,
                      "token_estimate": token_estimate, "usage": usage_text, "turn": turn, "now": now,
-                     "prev": prev, "hash": digest, "calibration": calibration_text, **settled}, seq, digest)
+                     "prev": prev, "hash": digest, "calibration": calibration_text, **settled}, (seq, digest))
 
-        if settle is not None and turn is None:
-            raise InvalidInputError("turn: a settled answer needs its turn")
-        settled = {} if settle is None else settle.params()
-        sql = _APPEND_SQL if settle is None else _APPEND_SETTLE_SQL
-        return self._append_chained("append_transcript", "transcript", run_id, sql, build) + 1
+        def build(heads: tuple[Head, ...], now: datetime) -> tuple[dict[str, Any], tuple[Head, ...]]:
+            params, moved = entry(*heads[0], now)
+            if audits is None:
+                return params, (moved,)
+            checked = [(*self._audit_entry(event, actor, f"audits[{i}]: "), actor)
+                       for i, (event, actor) in enumerate(audits(moved[0]))]
+            rows, count, digest = self._audit_rows(run_id, checked, *heads[1], now, prefix=AUDIT_RIDER_PREFIX)
+            return {**params, **rows}, (moved, (count, digest))
+
+        chains = ("transcript", "audit") if audits is not None else ("transcript",)
+        sql = _APPEND_SQLS[(settle is not None, audits is not None)]
+        return self._append_joint("append_transcript", chains, run_id, sql, build)[0] + 1
 
     def _transcript_entry(
         self, message: Any, token_estimate: Any, usage: Any, turn: Any, *, what: str = "transcript message",

@@ -1,7 +1,8 @@
 """AgentRunWorkflow: the durable turn loop of one agent run, declared to Temporal.
 
 The loop itself is `turn_loop.AgentRunLoop` (passed through the sandbox, see its docstring for
-why); this module, which the sandbox imports for every run, holds only the declaration. The
+why); this module holds only the declaration. The worker's runner passes it through too
+(`runner.py`); a plain sandbox (a Replayer without that runner) imports it for every run. The
 approval and control handlers are in `approvals` and `controls`, the tool calls in `tool_calls`.
 """
 

@@ -7,9 +7,9 @@ KILL_AT: `after-answer` (the provider answered; nothing is saved yet), `before-l
 answer and its usage are in the transcript; the ledger row is not settled), or `none`. The kill
 fires once, on turn 1 (a marker file next to CALL_LOG remembers it fired).
 
-A worker settles the answer in the statement that appends it (issue 26), so `before-ledger` is
-what a worker from before that left behind: this one appends the answer without its settle,
-then dies; the next worker must settle it once.
+A worker settles the answer, and writes its audit events, in the statement that appends it
+(issue 26), so `before-ledger` is what a worker from before that left behind: this one appends
+the answer without its settle and its audit events, then dies; the next worker must settle it once.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class LoggedPlan(PlanProvider):
 
 class KillingStore(Store):
     """Dies between the transcript append (usage saved with the answer) and the ledger settle:
-    at `before-ledger`, the answer of turn 1 is appended without its settle (as a worker from
-    before issue 26 wrote it), then the process dies."""
+    at `before-ledger`, the answer of turn 1 is appended without its settle and its audit events
+    (as a worker from before issue 26 wrote it), then the process dies."""
 
     kill_at = "none"
     marker = Path("/nonexistent")
@@ -68,7 +68,7 @@ class KillingStore(Store):
     def append_transcript(self, run_id: str, message: Any, **kw: Any) -> int:
         unsettled = self.kill_at == "before-ledger" and kw.get("turn") == 1 and kw.get("settle") is not None
         if unsettled and not self.marker.exists():
-            super().append_transcript(run_id, message, **{**kw, "settle": None})
+            super().append_transcript(run_id, message, **{**kw, "settle": None, "audits": None})
             _kill_once(self.marker)
         return super().append_transcript(run_id, message, **kw)
 
