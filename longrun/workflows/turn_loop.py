@@ -14,10 +14,10 @@ gate/intent/run per call, commit, compaction. The approval and control handlers 
 compaction does in `compaction`, the webhook notifications (started, never awaited, by the run) in
 `notifications`.
 
-Why the body is here and not in `agent_run`: Temporal's sandbox imports the workflow's own module
-afresh for every run it starts (or replays after an eviction), compiling it when no bytecode is
-cached; this module, like the mixins, is passed through and imported once per worker. At 100 runs
-starting together that import was most of the worker's CPU in their first workflow tasks (issue 26).
+Why the body is here and not in `agent_run`: it was split out when Temporal's sandbox imported
+the workflow's own module afresh for every run it started (issue 26). The worker now passes all of
+`longrun` through (`longrun.workflows.runner`), which made that reason moot; the split stays because
+`agent_run` is the small declaration the client and the histories name, and this is the loop.
 """
 
 from __future__ import annotations
