@@ -133,7 +133,7 @@ def build_worker(
     `metrics` (None: nothing is counted) receives what the activities do and how long each took
     (`longrun.telemetry.metrics`); serving its registry is the caller's part (`run_worker`).
     `workflow_runner` (None: `longrun.workflows.runner.workflow_runner()`, the sandbox with
-    longrun passed through) is for measuring the runner itself (bench/sandbox.py).
+    longrun passed through) replaces it, e.g. with Temporal's plain sandbox to compare the two.
 
     `providers` adds model providers by prefix to the built-ins and entry points; a run naming a
     prefix none has fails at its start. A `provider_for` of the caller's replaces them all (and
