@@ -86,7 +86,7 @@ class ApprovalsMixin(NotificationsMixin):
             call_id=call.call_id if call is not None else None,
         )
         self.decision, self.voided, self.deciding = None, "", False
-        await self._record(
+        await self._record_request(
             ApprovalRequested(
                 approval_id=self.pending.approval_id, tool=gate.tool, arguments=gate.arguments_preview,
                 action_hash=gate.action_hash, state_version=gate.state_version,
@@ -135,6 +135,9 @@ class ApprovalsMixin(NotificationsMixin):
             raise ApplicationError(f"run {self.run_id} is {self.status.value}; nothing to approve")
         if self.pending is None:
             raise ApplicationError(f"run {self.run_id} has no pending approval (status {self.status.value})")
+        if self.request_unaudited:
+            raise ApplicationError(f"run {self.run_id} is still writing its approval request to the audit: "
+                                   "ask again in a moment (`longrun status RUN` shows it once it is written)")
         if self.pending.kind == "budget":
             raise ApplicationError(f"run {self.run_id} waits for a budget raise ({self.pending.approval_id}), not an "
                                    f"approval: answer it with `longrun raise-budget {self.run_id} --by USD --as NAME` "

@@ -33,6 +33,11 @@ R = TypeVar("R")
 
 WORKFLOW_NAME = "longrun.AgentRun"
 
+REQUEST_AUDITED_FIRST_PATCH = "request-audited-first"
+"""A request the run waits on (an approval, a budget raise) shows in `status` and can be answered
+only once it is in the audit: before, a client that saw it while its record was being written
+could not open it (`approval()`: no such request). Histories recorded before this showed it at once."""
+
 
 class Stop(Exception):
     """Ends the loop with a final status (raised inside the workflow only)."""
@@ -56,6 +61,9 @@ class RunBase:
     decision: ApprovalDecision | None
     deciding: bool
     voided: str
+    request_unaudited: bool
+    """A request is set as pending but its audit record is still being written: queries do not
+    show it and the decision updates refuse it until then."""
     cancel_requested: bool
     compact_requested: bool
     reason: str
@@ -69,6 +77,18 @@ class RunBase:
 
     async def _record(self, event: AuditEvent) -> None:
         await self._act(Activities.record_event, self._event_input(event))
+
+    async def _record_request(self, event: AuditEvent) -> None:
+        """Audit the request just set as `self.pending`, hidden from queries and decisions until
+        the record is written (histories from before `REQUEST_AUDITED_FIRST_PATCH`: shown at once)."""
+        if not workflow.patched(REQUEST_AUDITED_FIRST_PATCH):
+            await self._record(event)
+            return
+        self.request_unaudited = True
+        try:
+            await self._record(event)
+        finally:
+            self.request_unaudited = False
 
     def _event_input(self, event: AuditEvent) -> RecordEventInput:
         return RecordEventInput(run_id=self.run_id, event=event)

