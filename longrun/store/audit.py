@@ -157,6 +157,8 @@ class AuditMixin(ChainAppendMixin):
                 raise InvalidInputError(f"artifact {digest}: {len(blob):,} bytes is over the limit of {MAX_ARTIFACT_BYTES:,}")
         if not checked and blobs:
             raise InvalidInputError("artifacts: stored with the audit events that name them, and there are none")
+        if not checked:
+            return []
         if not blobs:
             return self._append_audits("append_audits", run_id, checked)
 
