@@ -10,15 +10,17 @@ import pytest
 
 from longrun.client import decide
 from longrun.errors import StaleStateError
+from longrun.models import sha256_hex
 from longrun.models.audit import ErrorRecorded, ToolRan
 from longrun.models.blocks import Message, TextBlock
+from longrun.models.context import CompactionReport, Projection
 from longrun.models.provider import Usage
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
 from longrun.store import Store
 from longrun.store.artifacts import unless_pruned
-from longrun.store.records import TranscriptRecord
 from longrun.store.counting import Invocation, count_statements
+from longrun.store.records import TranscriptRecord
 from longrun.store.spend import Settle
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider, greeting_workspace
@@ -215,8 +217,6 @@ def test_the_tail_starts_after_the_projection_and_refuses_an_append_it_did_not_s
     """The tail is the stretch after the newest projection's cover (what the request renders after
     the summary), and an entry that is not the next one (another writer appended first) is not
     added: the turn reads the tail again instead."""
-    from longrun.models.context import CompactionReport, Projection
-
     with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
         one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
         _entries(one, "r", [40, 90, 10, 120])
@@ -241,8 +241,6 @@ def test_a_tool_result_lands_with_its_audit_event_in_one_statement(db_url):
         one.create_run("other", RunSpec(objective="count", workspace="/tmp/ws"))
         one.append_audit("r", ErrorRecorded(where="before", message="first"))
         data = b"file contents\n" * 100
-        from longrun.models import sha256_hex
-
         sha = sha256_hex(data)
         event = ToolRan(tool="read_file", call_id="c1", is_error=False, artifact_sha256=sha, output_bytes=len(data),
                         summary="file contents")
