@@ -44,7 +44,7 @@ def _median_ms(store: Store, sqls: dict[str, str]) -> dict[str, float]:
     for i in range(READS):
         for name in order if i % 2 else reversed(order):
             t = time.perf_counter()
-            store._autocommit("bench", lambda c, sql=sqls[name]: fetch_one(c, sql, {"run_id": "bench", "shas": []}))
+            store._autocommit("bench", lambda c, sql=sqls[name]: fetch_one(c, sql, {"run_id": "bench", "shas": [], "tail_base": None}))
             times[name].append(time.perf_counter() - t)
     return {k: statistics.median(v) * 1000 for k, v in times.items()}
 

@@ -10,14 +10,17 @@ import pytest
 
 from longrun.client import decide
 from longrun.errors import StaleStateError
-from longrun.models.audit import ErrorRecorded
+from longrun.models import sha256_hex
+from longrun.models.audit import ErrorRecorded, ToolRan
 from longrun.models.blocks import Message, TextBlock
+from longrun.models.context import CompactionReport, Projection
 from longrun.models.provider import Usage
 from longrun.models.spec import RunSpec
 from longrun.models.state import TaskState
 from longrun.store import Store
 from longrun.store.artifacts import unless_pruned
 from longrun.store.counting import Invocation, count_statements
+from longrun.store.records import TranscriptRecord
 from longrun.store.spend import Settle
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider, greeting_workspace
@@ -35,7 +38,7 @@ PLAN = [
 committing turn 1, turn 3 changes the state (a state tool), turn 4 writes after an approval,
 turn 5 answers in text (a plain turn)."""
 
-MAX_STATEMENTS = {"read": 8, "state": 9, "effect": 23, "plain": 5}
+MAX_STATEMENTS = {"read": 6, "state": 7, "effect": 21, "plain": 4}
 """The most statements each kind of turn may send: what they send today. Before issue 26 they sent
 15, 17, 42 and 10 (the state read again by every write; the calibration, the newest entry, the
 call and the projection each read on their own; credentials read in a transaction of three round
@@ -43,7 +46,9 @@ trips; an artifact and its link in two statements; the calibration saved on its 
 added two per model call: the spend ledger's row before the provider is called, and its answer
 (11, 12, 26 and 8). Then the results a turn commits came with its first read, and the answer's
 settle with its append: one statement less each (9, 10, 24, 6). Then the answer's audit events
-rode its append too (the turn's last statement): one less again."""
+rode its append too (the turn's last statement): one less again (8, 9, 23, 5). Then the turn's
+first read brought the transcript tail its request renders, and a tool's output rode the audit
+batch naming it: one less for every turn, two for a turn that runs a tool (6, 7, 21, 4)."""
 
 
 def _turns(invocations: list[Invocation]) -> list[list[Invocation]]:
@@ -172,3 +177,88 @@ def test_an_answer_and_its_audit_events_are_one_statement_and_land_together(db_u
         assert [a.event.message for a in one.audit("r") if isinstance(a.event, ErrorRecorded)] == [
             "first", f"answer at {seq}", f"answer at {seq2}"]
         assert one.verify_chain("r").ok
+
+
+def _entries(store: Store, run_id: str, sizes: list[int]) -> None:
+    for i, tokens in enumerate(sizes):
+        role = "assistant" if i % 2 else "user"
+        store.append_transcript(run_id, Message(role=role, content=[TextBlock(text=f"entry {i} " + "x" * tokens)]),
+                                token_estimate=tokens, turn=i)
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1.37])
+@pytest.mark.parametrize("base", [0.0, 150.0, 390.0, 10_000.0])
+def test_the_turns_read_brings_the_tail_a_read_after_its_append_would(db_url, ratio, base):
+    """What saves the turn's second read: the tail after the projection comes with the head (for
+    the reach over the stored calibration's ratio), and the entry the turn then appends is added
+    to it as stored (redacted). Its entries are those `transcript_tail` reads after the append,
+    whatever the reach cuts: none of the older ones, all of them, or a window in between."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
+        one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
+        one.set_calibration("r", {"ratio": ratio, "samples": 3})
+        _entries(one, "r", [40, 90, 10, 120, 60, 30, 80])
+        with _round_trips(one) as trips:
+            head = one.load_turn_head("r", tail_base=base)
+        assert len(trips) == 1, trips
+        tail = head.tail
+        assert tail is not None and tail.tokens == int(base / ratio) and tail.through == 7 and tail.after == 0
+        secret = "sk-ant-api03-" + "A" * 40
+        written: list[TranscriptRecord] = []
+        one.append_transcript("r", Message(role="user", content=[TextBlock(text=f"result 7 {secret}")]),
+                              token_estimate=50, turn=7, written=written.append)
+        assert tail.extend(written[0])
+        kept = tail.entries("r")
+        assert kept == one.transcript_tail("r", after_seq=0, tokens=tail.tokens)
+        assert secret not in kept[-1].message.content[0].text  # type: ignore[union-attr]
+        assert one.load_turn_head("r").tail is None  # none asked for, none read
+
+
+def test_the_tail_starts_after_the_projection_and_refuses_an_append_it_did_not_see(db_url):
+    """The tail is the stretch after the newest projection's cover (what the request renders after
+    the summary), and an entry that is not the next one (another writer appended first) is not
+    added: the turn reads the tail again instead."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
+        one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
+        _entries(one, "r", [40, 90, 10, 120])
+        one.save_projection("r", Projection(version=1, base_state_version=1, covers_through_seq=2, summary="s",
+                                            messages=[], report=CompactionReport(trigger="threshold")),
+                            expected_state_version=1)
+        tail = one.load_turn_head("r", tail_base=10_000.0).tail
+        assert tail is not None and tail.after == 2 and [e.seq for e in tail.entries("r")] == [3, 4]
+        _entries(one, "r", [5])  # another writer: entry 5
+        written: list[TranscriptRecord] = []
+        one.append_transcript("r", Message.user_text("mine"), token_estimate=3, written=written.append)
+        assert written[0].seq == 6 and not tail.extend(written[0])
+        assert [e.seq for e in tail.entries("r")] == [3, 4]
+
+
+def test_a_tool_result_lands_with_its_audit_event_in_one_statement(db_url):
+    """What saves a tool call's artifact write: the output and its link to the run ride the audit
+    batch whose `tool_ran` names it. A try on a wrong audit head writes neither; the one that lands
+    writes both; bytes `longrun prune` emptied are put back."""
+    with Store.from_url(db_url, pool_size=1, max_overflow=0) as one:
+        one.create_run("r", RunSpec(objective="count", workspace="/tmp/ws"))
+        one.create_run("other", RunSpec(objective="count", workspace="/tmp/ws"))
+        one.append_audit("r", ErrorRecorded(where="before", message="first"))
+        data = b"file contents\n" * 100
+        sha = sha256_hex(data)
+        event = ToolRan(tool="read_file", call_id="c1", is_error=False, artifact_sha256=sha, output_bytes=len(data),
+                        summary="file contents")
+        n = len(one.audit("r"))
+        with _round_trips(one) as trips:
+            seqs = one.append_audits("r", [(event, "system")], artifacts=[data])
+        assert trips == ["WITH upd AS"], trips
+        assert seqs == [n + 1] and one.get_family_artifact("r", sha) == data
+        with pytest.raises(Exception, match="belongs to"):
+            one.get_family_artifact("other", sha)  # linked to the run that stored it only
+
+        one._remember_head("r", 7, "not-the-head", "audit")  # the next try guesses wrong, then lands
+        again = b"second output"
+        assert one.append_audits("r", [(event, "system")], artifacts=[again]) == [n + 2]
+        assert one.get_family_artifact("r", sha256_hex(again)) == again
+        assert one.verify_chain("r").ok
+
+        with one.engine.begin() as conn:  # as `longrun prune` leaves bytes no live run links to
+            conn.exec_driver_sql("UPDATE artifacts SET data = '', pruned_at = now() WHERE sha256 = %s", (sha,))
+        one.append_audits("other", [(event, "system")], artifacts=[data])
+        assert one.get_family_artifact("other", sha) == data

@@ -218,6 +218,12 @@ class ActivityBase(ScopedAccess):
     def items(self, entries: list[TranscriptRecord]) -> list[TranscriptItem]:
         return [TranscriptItem(seq=e.seq, message=e.message) for e in entries]
 
+    def tail_base(self, run_id: str) -> float:
+        """How far back, in calibrated tokens, `build_request` reads the transcript after the
+        projection (`TAIL_READ_FACTOR` times the request limit): what a turn's first read asks for."""
+        spec = self.spec(run_id)
+        return float(TAIL_READ_FACTOR * spec.context.limit(self.deps.provider_for(spec.provider_key()).info.window))
+
     def build_request(
         self, run_id: str, limit_override: int | None = None, limit_hard: int | None = None
     ) -> tuple[ModelRequest, Calibration, Projection | None, list[TranscriptRecord], Provider]:
@@ -233,8 +239,8 @@ class ActivityBase(ScopedAccess):
         limit = spec.context.limit(provider.info.window)
         # what fit_request could keep, twice over: before a compaction (or in provider mode) the
         # stretch after the projection grows with the run; the request never holds more than this
-        tail = int(TAIL_READ_FACTOR * limit / (calibration.ratio if calibration.ratio > 0 else 1.0))
-        entries = self.store.transcript_tail(run_id, after_seq=after, tokens=tail)
+        tail = int(self.tail_base(run_id) / (calibration.ratio if calibration.ratio > 0 else 1.0))
+        entries = self.transcript_tail(run_id, after_seq=after, tokens=tail)  # a turn's first read brought it
         request = render_request(
             model=spec.model,
             system=SYSTEM_PROMPT,

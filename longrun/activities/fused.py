@@ -24,6 +24,7 @@ from longrun.activities.contract import Activities, implements
 from longrun.activities.model import ModelActivities
 from longrun.activities.run import RunActivities
 from longrun.activities.tools import ToolActivities
+from longrun.errors import ConfigError
 from longrun.models.audit import GateVerdict
 from longrun.models.gate import GateRule
 from longrun.models.io import (
@@ -47,9 +48,14 @@ class FusedActivities(ModelActivities, ToolActivities, RunActivities, SpendCheck
     @implements(Activities.turn)
     def turn(self, inp: TurnInput) -> TurnResult:
         """See the module docstring."""
-        # head, calibration, newest entry, projection and the results to commit: one read for every step
+        # head, calibration, newest entry, projection, the results to commit and the transcript's
+        # tail the request renders: one read for every step
         shas = [r.artifact_sha256 for r in inp.commit.results if r.artifact_sha256] if inp.commit else []
-        self.read_turn(inp.run_id, shas)
+        try:
+            tail_base: float | None = self.tail_base(inp.run_id)
+        except ConfigError:  # no provider for the run's model here: the model call says so, after the commit
+            tail_base = None
+        self.read_turn(inp.run_id, shas, tail_base)
         commit = None
         if inp.commit is not None:
             commit = self.commit_turn(inp.commit)

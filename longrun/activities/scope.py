@@ -23,15 +23,18 @@ from typing import Any
 
 from longrun.context import Calibration
 from longrun.errors import InvalidToolCall
+from longrun.models import sha256_hex
 from longrun.models.audit import AuditEvent
 from longrun.models.blocks import Message, ToolUseBlock
 from longrun.models.context import Projection
 from longrun.models.io import ToolCallRef
 from longrun.models.provider import Usage
 from longrun.models.state import Approval, Effect, Scope, TaskState
-from longrun.store import Store, TranscriptRecord
+from longrun.store import InvalidInputError, Store, TranscriptRecord
 from longrun.store.artifacts import unless_pruned
+from longrun.store.core import MAX_ARTIFACT_BYTES
 from longrun.store.spend import Settle
+from longrun.store.turn_reads import TranscriptTail
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,12 @@ class CallScope:
     artifacts: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
     """sha256 -> (data, pruned_at, size): the tool results a turn's first read brought along for
     its commit (artifacts never change, only their bytes may be pruned, which the row says)."""
+    tails: dict[str, TranscriptTail] = field(default_factory=dict)
+    """Filled only by a turn's first read: the transcript's tail its request renders, kept current
+    by the call's own appends (dropped when one lands anywhere but next: someone else appended)."""
+    results: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
+    """Run id -> (sha256, bytes) of the tool results stored in this call, written with its audit
+    batch (the `tool_ran` event that names each), in one statement."""
     audits: list[tuple[str, AuditEvent, str]] = field(default_factory=list)
     """(run id, event, actor), in the order they happened."""
 
@@ -111,9 +120,10 @@ class ScopedAccess:
         self.note_state(state)
         return state
 
-    def read_turn(self, run_id: str, artifacts: Sequence[str] = ()) -> TaskState:
+    def read_turn(self, run_id: str, artifacts: Sequence[str] = (), tail_base: float | None = None) -> TaskState:
         """The head state, the calibration, the newest transcript entry, the newest projection, the
-        ledger tokens of the run and its subagents and the `artifacts` the turn's commit reads, in
+        ledger tokens of the run and its subagents, the `artifacts` the turn's commit reads and,
+        with `tail_base`, the transcript's tail its request renders (`Store.load_turn_head`), in
         one read, kept in the call's scope for the steps of a turn that use them (outside a scope:
         the head only)."""
         scope = self._slot.scope
@@ -121,8 +131,10 @@ class ScopedAccess:
             return self.head(run_id)
         if run_id in scope.states and run_id in scope.calibrations and run_id in scope.last:
             return scope.states[run_id]
-        read = self.store.load_turn_head(run_id, artifacts)
+        read = self.store.load_turn_head(run_id, artifacts, tail_base=tail_base)
         scope.artifacts.update(read.artifacts)
+        if read.tail is not None:
+            scope.tails[run_id] = read.tail
         scope.states[run_id] = read.state
         scope.calibrations[run_id] = _calibration(read.calibration)
         scope.last[run_id] = None if read.last_entry is None else LastEntry(*read.last_entry)
@@ -138,6 +150,30 @@ class ScopedAccess:
             return scope.ledger_tokens[run_id]
         return self.store.load_turn_head(run_id).ledger_tokens
 
+    def transcript_tail(self, run_id: str, *, after_seq: int, tokens: int) -> list[TranscriptRecord]:
+        """`Store.transcript_tail`: from the tail the turn's first read brought, when it is that
+        tail (same start, same token reach) and nothing but this call appended since; else read."""
+        scope = self._slot.scope
+        tail = None if scope is None else scope.tails.get(run_id)
+        last = None if scope is None else scope.last.get(run_id)
+        if tail is not None and tail.after == after_seq and tail.tokens == tokens and tail.through == (
+                last.seq if last is not None else 0):
+            return tail.entries(run_id)
+        return self.store.transcript_tail(run_id, after_seq=after_seq, tokens=tokens)
+
+    def put_result(self, run_id: str, data: bytes) -> str:
+        """Store a tool result's bytes as an artifact linked to the run, and return its sha256: in
+        a scope, with the call's audit batch (one statement for both, see `_append_audits`),
+        else at once."""
+        scope = self._slot.scope
+        if scope is None:
+            return self.store.put_artifact(data, run_id=run_id)
+        if len(data) > MAX_ARTIFACT_BYTES:  # refused now, as `put_artifact` would, not when the batch is written
+            raise InvalidInputError(f"data: {len(data):,} bytes is over the artifact limit of {MAX_ARTIFACT_BYTES:,}")
+        digest = sha256_hex(data)
+        scope.results.setdefault(run_id, []).append((digest, data))
+        return digest
+
     def artifact(self, sha256: str) -> bytes:
         """An artifact's bytes: as the turn's first read brought it, else from the store.
 
@@ -145,6 +181,10 @@ class ScopedAccess:
             ArtifactPruned: its bytes were pruned (the error names the tombstone).
             StoreError: no artifact has this hash."""
         scope = self._slot.scope
+        if scope is not None:
+            for digest, data in (x for results in scope.results.values() for x in results):
+                if digest == sha256:  # stored by this call, written with its audit batch
+                    return data
         row = None if scope is None else scope.artifacts.get(sha256)
         return self.store.get_artifact(sha256) if row is None else unless_pruned(sha256, row)
 
@@ -248,9 +288,16 @@ class ScopedAccess:
             written[:] = [event for event, _actor in made]
             return made
 
+        tail = None if scope is None else scope.tails.get(run_id)
+
+        def keep(record: TranscriptRecord) -> None:
+            if tail is not None and not tail.extend(record) and scope is not None:
+                scope.tails.pop(run_id, None)  # another writer appended meanwhile: read the tail
+
         seq = self.store.append_transcript(run_id, message, token_estimate=token_estimate, usage=usage, turn=turn,
                                            calibration=None if calibration is None else calibration.model_dump(),
-                                           settle=settle, audits=riders if audits is not None else None)
+                                           settle=settle, audits=riders if audits is not None else None,
+                                           written=keep if tail is not None else None)
         if audits is not None:
             if scope is not None:
                 scope.audits = [q for q in scope.audits if q[0] != run_id]
@@ -337,10 +384,17 @@ class ScopedAccess:
             self._append_audits(scope)
 
     def _append_audits(self, scope: CallScope) -> None:
+        """Append what the scope queued, one statement per run, with the tool results it stored."""
         queued, scope.audits = scope.audits, []
-        for run_id in dict.fromkeys(r for r, _e, _a in queued):
+        results, scope.results = scope.results, {}
+        for run_id in dict.fromkeys([*(r for r, _e, _a in queued), *results]):
             batch = [(event, actor) for r, event, actor in queued if r == run_id]
-            self.store.append_audits(run_id, batch)
+            blobs = [data for _sha, data in results.get(run_id, [])]
+            if not batch:  # no event left to ride on (an answer's append took them): stored on their own
+                for data in blobs:
+                    self.store.put_artifact(data, run_id=run_id)
+                continue
+            self.store.append_audits(run_id, batch, artifacts=blobs)
             self.audited([event for event, _actor in batch])
 
     def audited(self, events: list[AuditEvent]) -> None:

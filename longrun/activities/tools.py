@@ -209,7 +209,7 @@ class ToolActivities(ChangeSetActivities):
         kind = registry.get(name).kind if name in registry else "unknown"
         output = None
         if spans.content_on() and result.result.artifact_sha256:
-            output = self.store.get_artifact(result.result.artifact_sha256).decode("utf-8", "replace")
+            output = self.artifact(result.result.artifact_sha256).decode("utf-8", "replace")
         spans.record_tool_run(span, kind=kind, is_error=result.result.is_error, effect_status=result.effect_status,
                               outcome=result.outcome, arguments=arguments if spans.content_on() else None,
                               result=output, redactor=self.redactor)
@@ -348,7 +348,7 @@ class ToolActivities(ChangeSetActivities):
         self, run_id: str, inp: RunToolInput, name: str, text: str, is_error: bool, sandbox: str | None = None
     ) -> ToolResultRef:
         text = self.redactor.redact(text)
-        sha = self.store.put_artifact(text.encode("utf-8"), run_id=run_id)
+        sha = self.put_result(run_id, text.encode("utf-8"))  # written with the `tool_ran` event below
         first = text.splitlines()[0][:200] if text else ""
         self.audit(
             run_id,

@@ -90,10 +90,12 @@ class ChainAppendMixin(StoreCore):
 
         return self._append_joint(what, (chain,), run_id, sql, joint)[0]
 
-    def _append_joint(self, what: str, chains: tuple[str, ...], run_id: str, sql: str, build: JointBuild) -> tuple[int, ...]:
+    def _append_joint(self, what: str, chains: tuple[str, ...], run_id: str, sql: str, build: JointBuild, *,
+                      landed: list[Any] | None = None) -> tuple[int, ...]:
         """Append what `build` makes to each of the run's `chains` with the one statement `sql`,
         whose single UPDATE of the `runs` row checks and moves every chain's head: the rows of all
-        chains land together or none do (a model's answer and its audit events, say).
+        chains land together or none do (a model's answer and its audit events, say). `landed`
+        gets the rows the statement that landed returned.
 
         Returns:
             Each chain's count before the append, in the order of `chains`.
@@ -109,8 +111,11 @@ class ChainAppendMixin(StoreCore):
 
         def attempt(c: psycopg.Connection, heads: tuple[Head, ...]) -> bool:
             params, moved = build(heads, utcnow())
-            if not c.execute(sql, params).fetchall():
+            rows = c.execute(sql, params).fetchall()
+            if not rows:
                 return False
+            if landed is not None:
+                landed[:] = rows
             remember(moved)
             return True
 

@@ -81,7 +81,23 @@ WITH put AS (
 """`_PUT_SQL` and `_LINK_SQL` in one statement, one round trip (a tool result is stored on every
 tool call): the foreign keys are checked at the statement's end, where the new bytes are seen."""
 
-_RESTORE_SQL = "SELECT longrun_restore_artifact(%(sha256)s, %(data)b)"
+RESULTS_CTES = """put AS (
+    INSERT INTO artifacts (sha256, data, media_type, size, created_at)
+    SELECT x.sha256, x.data, 'text/plain', octet_length(x.data), %(now)s
+    FROM upd, unnest(%(r_shas)s::text[], %(r_datas)b::bytea[]) AS x(sha256, data)
+    ON CONFLICT (sha256) DO NOTHING
+), link AS (
+    INSERT INTO run_artifacts (run_id, sha256, created_at)
+    SELECT upd.run_id, x.sha256, %(now)s FROM upd, unnest(%(r_shas)s::text[]) AS x(sha256)
+    ON CONFLICT (run_id, sha256) DO NOTHING
+)"""
+RESULTS_PRUNED = """(SELECT array_agg(a.sha256) FROM artifacts a
+    WHERE a.sha256 = ANY(%(r_shas)s::text[]) AND a.size > 0 AND octet_length(a.data) = 0) AS pruned"""
+"""Tool results (text) stored and linked to the run by another append statement whose UPDATE of
+the run's row is `upd` (the audit batch that names them: they land with it or not at all), and
+which of them had been pruned before (`_PRUNED_BEFORE`, then put back by `RESTORE_SQL`)."""
+
+RESTORE_SQL = _RESTORE_SQL = "SELECT longrun_restore_artifact(%(sha256)s, %(data)b)"
 """Bytes a pruned run emptied, stored again by a live run: put back (only if they hash to the
 name; a SECURITY DEFINER function, as the app role may not UPDATE `artifacts`, migration 0014)."""
 

@@ -23,10 +23,19 @@ import psycopg
 from pydantic import BaseModel, ValidationError
 
 from longrun.errors import RunNotFoundError, StoreError
-from longrun.models import AuditEvent, audit_event_adapter, canonical_json, chain_hash
+from longrun.models import AuditEvent, audit_event_adapter, canonical_json, chain_hash, sha256_hex
 from longrun.store.appends import ChainAppendMixin
+from longrun.store.artifacts import RESTORE_SQL, RESULTS_CTES, RESULTS_PRUNED
 from longrun.store.chain import audit_payload
-from longrun.store.core import MAX_EVENT_BYTES, InvalidInputError, check_text, check_text_size, fetch, fields
+from longrun.store.core import (
+    MAX_ARTIFACT_BYTES,
+    MAX_EVENT_BYTES,
+    InvalidInputError,
+    check_text,
+    check_text_size,
+    fetch,
+    fields,
+)
 from longrun.store.records import AuditRecord
 from longrun.store.tables import ACTOR_MAX
 
@@ -46,6 +55,15 @@ WITH upd AS (
 """One append of one or more events, one round trip: events `base + 1 ... count`, the first
 chained on `prev`, written only if `prev` and `base` are the audit head on `runs` (which the same
 statement moves to the last event's hash)."""
+
+_APPEND_WITH_RESULTS_SQL = """
+WITH upd AS (
+    UPDATE runs SET audit_head = %(hash)s, audit_count = %(count)s
+    WHERE run_id = %(run_id)s AND audit_head = %(prev)s AND audit_count = %(base)s
+    RETURNING run_id
+), """ + RESULTS_CTES + ", aud AS (\n" + _ROWS.format(p="") + "\n)\nSELECT aud.seq, " + RESULTS_PRUNED + " FROM aud"
+"""`_APPEND_SQL` with tool results stored and linked to the run (`RESULTS_CTES`): a tool call's
+audit events and its output, one round trip."""
 
 AUDIT_RIDER_PREFIX = "a_"
 AUDIT_HEAD_SET = "audit_head = %(a_hash)s, audit_count = %(a_count)s"
@@ -109,9 +127,12 @@ class AuditMixin(ChainAppendMixin):
         """
         return self._append_audits("append_audit", run_id, [(*self._audit_entry(event, actor), actor)])[0]
 
-    def append_audits(self, run_id: str, events: Sequence[tuple[AuditEvent, str]]) -> list[int]:
+    def append_audits(self, run_id: str, events: Sequence[tuple[AuditEvent, str]], *,
+                      artifacts: Sequence[bytes] = ()) -> list[int]:
         """Append `(event, actor)` pairs as consecutive audit events, in one statement: all of them
-        or, when one is refused, none (e.g. a gate verdict together with the tool's result).
+        or, when one is refused, none (e.g. a gate verdict together with the tool's result). With
+        `artifacts`, those bytes are stored as text artifacts linked to the run (as `put_artifact`
+        would) in that statement too: a tool's output lands with the `tool_ran` event naming it.
 
         Returns:
             The events' sequence numbers, in order (an empty batch writes nothing and returns []).
@@ -130,7 +151,31 @@ class AuditMixin(ChainAppendMixin):
                 raise InvalidInputError(f"events[{i}]: expected an (event, actor) pair, got {type(pair).__name__}")
             event, actor = pair
             checked.append((*self._audit_entry(event, actor, f"events[{i}]: "), actor))
-        return self._append_audits("append_audits", run_id, checked) if checked else []
+        blobs = {sha256_hex(bytes(b)): bytes(b) for b in artifacts}
+        for digest, blob in blobs.items():
+            if len(blob) > MAX_ARTIFACT_BYTES:
+                raise InvalidInputError(f"artifact {digest}: {len(blob):,} bytes is over the limit of {MAX_ARTIFACT_BYTES:,}")
+        if not checked and blobs:
+            raise InvalidInputError("artifacts: stored with the audit events that name them, and there are none")
+        if not checked:
+            return []
+        if not blobs:
+            return self._append_audits("append_audits", run_id, checked)
+
+        def build(heads: tuple[tuple[int, str], ...], now: datetime) -> tuple[dict[str, Any], tuple[tuple[int, str], ...]]:
+            params, count, digest = self._audit_rows(run_id, checked, *heads[0], now)
+            return {**params, "r_shas": list(blobs), "r_datas": list(blobs.values())}, ((count, digest),)
+
+        rows: list[Any] = []
+        base = self._append_joint("append_audits", ("audit",), run_id, _APPEND_WITH_RESULTS_SQL, build, landed=rows)[0]
+        for digest in rows[0][1] or ():  # bytes `longrun prune` emptied: put back, as `put_artifact` does
+            params = {"sha256": digest, "data": blobs[digest]}
+
+            def restore(c: psycopg.Connection, params: dict[str, Any] = params) -> None:
+                c.execute(RESTORE_SQL, params)
+
+            self._autocommit("restore_artifact", restore)
+        return list(range(base + 1, base + 1 + len(checked)))
 
     def _append_audits(self, what: str, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]]) -> list[int]:
         """Append checked events (from `_audit_entry`, each with its actor) consecutively."""

@@ -159,6 +159,7 @@ class TranscriptMixin(AuditMixin):
         calibration: dict[str, Any] | None = None,
         settle: Settle | None = None,
         audits: Callable[[int], Sequence[tuple[AuditEvent, str]]] | None = None,
+        written: Callable[[TranscriptRecord], None] | None = None,
     ) -> int:
         """Append one message to the run's transcript (kept in full, hash-chained), and with
         `calibration`, replace the run's calibration data in the same statement (as
@@ -166,7 +167,9 @@ class TranscriptMixin(AuditMixin):
         `settle` (a model's answer, `turn` set), settle the turn's request in the spend ledger in
         that statement too (as `settle_turn` would, and only if the entry is written); with
         `audits`, append the `(event, actor)` pairs it returns for the entry's seq to the audit
-        in that statement too (as `append_audits` would: all, and only with the entry).
+        in that statement too (as `append_audits` would: all, and only with the entry). With
+        `written`, it is called with the entry as stored (redacted), as a read would return it:
+        what a turn keeps in its transcript tail instead of reading it back.
 
         Returns:
             The entry's sequence number (1, 2, ... per run).
@@ -182,9 +185,12 @@ class TranscriptMixin(AuditMixin):
             raise InvalidInputError("turn: a settled answer needs its turn")
         settled = {} if settle is None else settle.params()
 
+        landed: list[tuple[int, str, str, datetime]] = []
+
         def entry(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], Head]:
             seq = count + 1
             digest = self._transcript_hash(run_id, seq, prev, msg.role, content, token_estimate, usage_json, turn, now)
+            landed[:] = [(seq, prev, digest, now)]  # the last one built is the one that landed
             return ({"run_id": run_id, "seq": seq, "role": msg.role, "content": content_text,
                      "token_estimate": token_estimate, "usage": usage_text, "turn": turn, "now": now,
                      "prev": prev, "hash": digest, "calibration": calibration_text, **settled}, (seq, digest))
@@ -200,7 +206,14 @@ class TranscriptMixin(AuditMixin):
 
         chains = ("transcript", "audit") if audits is not None else ("transcript",)
         sql = _APPEND_SQLS[(settle is not None, audits is not None)]
-        return self._append_joint("append_transcript", chains, run_id, sql, build)[0] + 1
+        seq = self._append_joint("append_transcript", chains, run_id, sql, build)[0] + 1
+        if written is not None:
+            _seq, prev, digest, now = landed[0]
+            written(TranscriptRecord(seq=seq, role=msg.role, message=Message.model_validate(content),
+                                     token_estimate=token_estimate, usage=None if usage_json is None else
+                                     Usage.model_validate(usage_json), turn=turn, created_at=now, prev_hash=prev,
+                                     hash=digest))
+        return seq
 
     def _transcript_entry(
         self, message: Any, token_estimate: Any, usage: Any, turn: Any, *, what: str = "transcript message",
