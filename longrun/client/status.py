@@ -20,13 +20,14 @@ from longrun.models.audit import (
     ApprovalRequested,
     CompactionDone,
     ModelCalled,
+    RunControl,
     RunFinished,
     ToolRan,
 )
 from longrun.models.io import StatusQueryResult
 from longrun.models.provider import Usage
 from longrun.models.run import PendingApproval, RunStatus, RunStatusView
-from longrun.models.state import TaskState
+from longrun.models.state import NextAction, TaskState
 from longrun.store import AuditRecord, Store
 from longrun.store.records import RunRecord
 from longrun.workflows.agent_run import AgentRunWorkflow
@@ -74,6 +75,17 @@ def status_from_store(store: Store, run_id: str) -> RunStatusView:
     return status_from_records(store.get_run(run_id), store.load_state(run_id), store.audit(run_id))
 
 
+def paused_from_audit(state: TaskState, records: list[AuditRecord]) -> bool:
+    """Whether a run not finished is paused, as the workflow holds it (the `runs` row says
+    `running` until the run ends): its last pause/resume control was a pause, or its head state
+    waits for a human (only `say` ends that; `resume` does not). `longrun.store.overview` counts
+    the same in SQL for `/metrics`."""
+    if state.next_action is NextAction.ask_human:
+        return True
+    controls = [r.event.action for r in records if isinstance(r.event, RunControl) and r.event.action in ("pause", "resume")]
+    return bool(controls) and controls[-1] == "pause"
+
+
 def status_from_records(run: RunRecord, state: TaskState, records: list[AuditRecord]) -> RunStatusView:
     """`status_from_store` over rows already read (the console keeps parsed audit logs)."""
     usage, calls, tools, turn = usage_from_audit(records)
@@ -81,7 +93,9 @@ def status_from_records(run: RunRecord, state: TaskState, records: list[AuditRec
     compactions = [r.event.report for r in records if isinstance(r.event, CompactionDone) and r.event.report.outcome != "noop"]
     status = run.status
     pending = None if RunStatus(status).finished else pending_from_audit(records, run.spec.approval_ttl_seconds)
-    if pending is not None and status == RunStatus.running.value:
+    if status == RunStatus.running.value and paused_from_audit(state, records):
+        status = RunStatus.paused.value  # a pause outranks a pending approval, as in the workflow
+    elif pending is not None and status == RunStatus.running.value:
         status = RunStatus.waiting_approval.value
     return RunStatusView(
         run_id=run.run_id, status=RunStatus(status), state_version=state.state_version, step=state.current_step.value,
@@ -143,5 +157,5 @@ async def run_status(client: Client | None, store: Store, run_id: str) -> tuple[
     ), "temporal"
 
 
-__all__ = ["NO_WORKER", "QUERY_TIMEOUT_SECONDS", "pending_from_audit", "probe_workflow", "run_status",
+__all__ = ["NO_WORKER", "QUERY_TIMEOUT_SECONDS", "paused_from_audit", "pending_from_audit", "probe_workflow", "run_status",
            "status_from_records", "status_from_store", "usage_from_audit"]

@@ -3,7 +3,8 @@
 Everything is read from PostgreSQL (the run row, the head state, the audit log), as `longrun
 status` does when Temporal no longer has a run, so a page shows the record (the audit log through
 `cache.AuditCache`, which only ever appends the rows written since). A run's status counts as
-`waiting_approval` while the audit holds an unanswered request.
+`paused` while its last pause/resume control was a pause or it waits for a human, else as
+`waiting_approval` while the audit holds an unanswered request (`status_from_records`).
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ not finished only: their audit events of the approval kinds (a pending approval 
 `approval_requested` that no grant, rejection, expiry, newer request or `run_finished` followed,
 as `longrun.client.status.pending_from_audit` reads it) and their head state's open effects. A
 running run with a pending approval counts as `waiting_approval`, as the console lists it.
+
+The `runs` row says `running` until the run ends: pausing lives in the workflow. So a run not
+finished counts as `paused` as the workflow's status query says it, from what PostgreSQL holds:
+its last `pause`/`resume` control was a pause, or its head state waits for a human
+(`next_action = ask_human`, which only `say` ends; `resume` does not). A pause outranks a pending
+approval, as in the workflow (a pause that arrives during the wait stays).
 """
 
 from __future__ import annotations
@@ -28,10 +34,17 @@ WITH live AS (
             a.kind IN ('approval_requested', 'run_finished')
             OR (a.kind IN ('approval_granted', 'approval_rejected', 'approval_expired')
                 AND a.event->>'approval_id' = r.event->>'approval_id')))
+), paused AS (
+    SELECT live.run_id FROM live LEFT JOIN task_states t ON t.run_id = live.run_id
+    WHERE t.state->>'next_action' = 'ask_human' OR (
+        SELECT a.event->>'action' FROM audit_events a
+        WHERE a.run_id = live.run_id AND a.kind = 'run_control' AND a.event->>'action' IN ('pause', 'resume')
+        ORDER BY a.seq DESC LIMIT 1) = 'pause'
 ), by_status AS (
-    SELECT CASE WHEN r.status = 'running' AND p.run_id IS NOT NULL THEN 'waiting_approval' ELSE r.status END
+    SELECT CASE WHEN r.status = 'running' AND z.run_id IS NOT NULL THEN 'paused'
+                WHEN r.status = 'running' AND p.run_id IS NOT NULL THEN 'waiting_approval' ELSE r.status END
            AS status, count(*) AS n
-    FROM runs r LEFT JOIN pending p ON p.run_id = r.run_id
+    FROM runs r LEFT JOIN pending p ON p.run_id = r.run_id LEFT JOIN paused z ON z.run_id = r.run_id
     GROUP BY 1
 )
 SELECT
@@ -49,7 +62,8 @@ class Overview:
     """What `/metrics` shows of every run: counts, no names or ids."""
 
     runs: dict[str, int]
-    """Runs by status (`waiting_approval` for a running run with a pending approval)."""
+    """Runs by status (`paused` for a running run paused or waiting for a human, `waiting_approval`
+    for one with a pending approval)."""
     approvals_pending: int
     oldest_pending_seconds: float
     """How long the oldest pending approval has waited (0 when none waits), by the database's clock."""

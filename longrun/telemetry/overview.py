@@ -54,8 +54,8 @@ class OverviewCollector(Collector):
             return
         up.add_metric([], 1)
         yield up
-        runs = GaugeMetricFamily("longrun_runs", "Runs by status (waiting_approval: running with an approval "
-                                 "pending).", labels=["status"])
+        runs = GaugeMetricFamily("longrun_runs", "Runs by status (paused: paused by an operator or waiting for a "
+                                 "human; waiting_approval: running with an approval pending).", labels=["status"])
         for status in RunStatus:
             runs.add_metric([status.value], o.runs.get(status.value, 0))
         yield runs
