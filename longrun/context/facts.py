@@ -110,7 +110,7 @@ INSTRUCTION = re.compile(
 """A human's instruction (an imperative at the start of the line: "Never restart ...", "Please
 make sure ..."), which stays verbatim even when it names no value. A rule anywhere in the line
 (`kinds.RULE`: "SAFETY RULE: Never ...", "The code must never be shared") is one too."""
-NOT_CUE = re.compile(r"\bnot\b", re.I)
+NOT_CUE = fastre.fold(re.compile(r"\bnot\b", re.I))
 """'not' corrects ("45s, not 30s") except in a rule or a preference ("do not push", "Python, not
 JavaScript"), where it is the rule's own word, not a correction of other lines."""
 CORRECTION = fastre.fold(re.compile(
@@ -252,8 +252,9 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     values, names, words, relation, status, correction = _analysis(body)
     kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
         "status" if status else "value")
-    correction = correction or fastre.found(CORRECTION, text[: len(text) - len(body)])
-    if not correction and kind not in ("rule", "preference") and NOT_CUE.search(body):
+    # the label, if any, may say it corrects ("Correction:"); without one there is nothing to search
+    correction = correction or (len(body) < len(text) and fastre.found(CORRECTION, text[: len(text) - len(body)]))
+    if not correction and kind not in ("rule", "preference") and fastre.found(NOT_CUE, body):
         correction = True
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
     return {  # the dataclass's field order
