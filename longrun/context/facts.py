@@ -81,6 +81,9 @@ _NEEDS: dict[object, Any] = {
 a hash seven hex digits in a row, a path `/`, an identifier `-`, `_` or a digit, a value a digit
 or a quote, a name `.`, `:` or a capital): a line without it is not searched (extraction's cost,
 issue 25)."""
+_NEED_OF: dict[int, Any] = {id(p): need for p, need in _NEEDS.items()}
+"""`_NEEDS` by the pattern's id, as the analysis looks it up: a compiled pattern's hash is computed
+from its whole compiled code at every lookup (about 1 µs for `_IDENT`, five lookups a line)."""
 _JSON_KEY = re.compile(r"\"([\w.-]+)\"\s*:")
 _JSON_PAIR = re.compile(r"\"([\w.-]+)\"\s*:\s*\"([^\"\n]{1,120})\"")
 _WORD = re.compile(r"[a-z][a-z']+")
@@ -107,7 +110,7 @@ INSTRUCTION = re.compile(
 """A human's instruction (an imperative at the start of the line: "Never restart ...", "Please
 make sure ..."), which stays verbatim even when it names no value. A rule anywhere in the line
 (`kinds.RULE`: "SAFETY RULE: Never ...", "The code must never be shared") is one too."""
-NOT_CUE = re.compile(r"\bnot\b", re.I)
+NOT_CUE = fastre.fold(re.compile(r"\bnot\b", re.I))
 """'not' corrects ("45s, not 30s") except in a rule or a preference ("do not push", "Python, not
 JavaScript"), where it is the rule's own word, not a correction of other lines."""
 CORRECTION = fastre.fold(re.compile(
@@ -191,6 +194,10 @@ def split_units(text: str, prose: bool = True) -> list[str]:
     return list(_split_units(text, prose))
 
 
+_RULE_CHARS = frozenset("|-:+=*#_ `~")
+"""What a table rule or a divider is made of: such a line holds no fact."""
+
+
 @text_memo(4_000_000)
 def _split_units(text: str, prose: bool) -> tuple[str, ...]:
     """`split_units`, cached: a compaction reads the same messages when it sizes its tail, when it
@@ -199,7 +206,7 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
     header = ""
     for raw in text.splitlines():
         line = " ".join(raw.split())
-        if not line or set(line) <= set("|-:+=*#_ `~"):
+        if not line or _RULE_CHARS.issuperset(line):
             continue
         pairs = atomic.pairs(line, header)
         if pairs:
@@ -210,9 +217,9 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
         # approval." is one fact, and either half alone misleads; so does a labelled line ("GOAL
         # STATE: ..."), whose label types every sentence after it, and an override ("We tried A on
         # X and it did not hold up; B it is."), whose new choice would lose what it is about
-        whole = len(line) <= MAX_UNIT_CHARS and (fastre.found(kinds.RULE, line) or bool(kinds.LABEL.match(line))
-                                                 or fastre.found(kinds.OVERRIDE, line))
-        split = (prose and not whole) or len(line) > MAX_UNIT_CHARS
+        # (asked only of prose: a tool's line up to the cap is its own record whatever it says)
+        split = len(line) > MAX_UNIT_CHARS or (prose and not (
+            fastre.found(kinds.RULE, line) or bool(kinds.LABEL.match(line)) or fastre.found(kinds.OVERRIDE, line)))
         parts = [s for s in _SENTENCE_END.split(line) if s] if split else [line]
         for p in parts:
             if len(p) > MAX_UNIT_CHARS:
@@ -245,8 +252,9 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     values, names, words, relation, status, correction = _analysis(body)
     kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
         "status" if status else "value")
-    correction = correction or fastre.found(CORRECTION, text[: len(text) - len(body)])
-    if not correction and kind not in ("rule", "preference") and NOT_CUE.search(body):
+    # the label, if any, may say it corrects ("Correction:"); without one there is nothing to search
+    correction = correction or (len(body) < len(text) and fastre.found(CORRECTION, text[: len(text) - len(body)]))
+    if not correction and kind not in ("rule", "preference") and fastre.found(NOT_CUE, body):
         correction = True
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
     return {  # the dataclass's field order
@@ -269,7 +277,7 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
         """Each match's value into `into`, and `rest` with each match replaced by a space (one
         pass: what `pattern.sub(" ", rest)` gives, none of these patterns matching empty). A line
         without a character every match needs (`_NEEDS`) is not searched."""
-        need = _NEEDS.get(pattern)
+        need = _NEED_OF.get(id(pattern))
         if need is not None and not need(rest):
             return rest
         parts: list[str] = []
@@ -358,10 +366,22 @@ def _stem(word: str) -> str:
 
 
 def _stem_of(word: str) -> str:
-    for suffix in ("ing", "ed", "er", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
+    """The first of "ing", "ed", "er", "es", "s" the word ends with, off, when three letters stay.
+    Decided by the last letter (only "es" and "s" share one, "es" first): a cold transcript stems
+    every new word, and trying each suffix in turn was a twentieth of a line's analysis (issue 25)."""
+    n = len(word)
+    last = word[-1:]
+    if last == "s":
+        if n >= 5 and word[-2] == "e":
+            return word[:-2]
+        return word[:-1] if n >= 4 else word
+    cut = _SUFFIX_OF.get(last)
+    if cut is not None and n - len(cut) >= 3 and word.endswith(cut):
+        return word[: -len(cut)]
     return word
+
+
+_SUFFIX_OF = {"g": "ing", "d": "ed", "r": "er"}
 
 
 SYNONYMS = {
@@ -466,9 +486,9 @@ def template(text: str) -> str:
     masked = text.lower()
     # a line without what every match needs (`_NEEDS`) is not searched: the same text, at a
     # fraction of the cost (the fold masks both lines of every replacement, issue 25)
-    if _NEEDS[_ADDRESS](masked):
+    if _NEED_OF[id(_ADDRESS)](masked):
         masked = _ADDRESS.sub("#", masked)
-    if _NEEDS[_VALUE](masked):
+    if _NEED_OF[id(_VALUE)](masked):
         masked = _VALUE.sub("#", masked)  # `Folded.sub`: from its fast spans
         masked = _DIGITS.sub("#", masked)
     return " ".join(_MASKED_WORD.findall(masked))

@@ -25,7 +25,7 @@ from operator import attrgetter
 from typing import TypeVar
 
 from longrun.context import facts, kinds
-from longrun.context.foldindex import Earlier, Shared, record
+from longrun.context.foldindex import Earlier, Shared, append_to, record
 from longrun.context.ledger import Entry
 from longrun.models.context import FactRow
 
@@ -104,9 +104,9 @@ class Snapshot:
             self.earlier.add(e)
             self.line_of[r.seq] = i
             words, topic, _, _ = record(u)
-            self.by_key.writable((u.where, words), list).append(i)
+            append_to(self.by_key, ((u.where, words),), i)
             if topic is not None and u.source != "note":
-                self.by_topic.writable(topic, list).append(i)
+                append_to(self.by_topic, (topic,), i)
 
     def drop_rows(self, seqs: Sequence[int]) -> None:
         """Take the current rows `seqs` out, as if never indexed."""

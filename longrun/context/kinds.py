@@ -15,6 +15,7 @@ the line is still quoted verbatim.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from longrun.context import fastre
@@ -121,12 +122,11 @@ def classify(text: str, *, relation: bool = False, status: bool = False, label: 
     wins over a decision, a decision over a preference, a preference over a status, the rest are
     values and relations)."""
     lab, body = strip_label(text) if label is None else (label, text)
-    if lab:
-        for kind, words in _LABEL_KIND.items():
-            if any(lab == w or lab.endswith(" " + w) or lab.startswith(w + " ") for w in words):
-                if kind == "preference" and fastre.found(RULE, body) and not fastre.found(PREFERENCE, body):
-                    return "rule"
-                return kind  # type: ignore[return-value]
+    kind = _label_kind(lab) if lab else None
+    if kind is not None:
+        if kind == "preference" and fastre.found(RULE, body) and not fastre.found(PREFERENCE, body):
+            return "rule"
+        return kind
     if fastre.found(RULE, body):
         return "rule"
     if fastre.found(DECISION, body) or fastre.found(REJECTED, body):
@@ -136,6 +136,17 @@ def classify(text: str, *, relation: bool = False, status: bool = False, label: 
     if status or fastre.found(STATUS_CUE, body):
         return "status"
     return "value"
+
+
+@lru_cache(maxsize=4_096)
+def _label_kind(label: str) -> Kind | None:
+    """The kind a type label gives (the first of `_LABEL_KIND` one of whose words is the label, or
+    its first or last word), or None. Cached: a transcript's labels are few, and matching each
+    against every word was a tenth of a line's cold analysis on the kit's labelled lines (issue 25)."""
+    for kind, words in _LABEL_KIND.items():
+        if any(label == w or label.endswith(" " + w) or label.startswith(w + " ") for w in words):
+            return kind  # type: ignore[return-value]
+    return None
 
 
 def rejects(text: str) -> bool:

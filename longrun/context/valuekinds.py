@@ -29,7 +29,14 @@ def value_kinds(values: frozenset[str]) -> set[str]:
 
 @lru_cache(maxsize=65_536)
 def _value_kinds(values: frozenset[str]) -> frozenset[str]:
-    return frozenset(next((k for k, rx in _KINDS if rx.match(v)), "other") for v in values)
+    return frozenset(_kind_of(v) for v in values)
+
+
+@lru_cache(maxsize=65_536)
+def _kind_of(value: str) -> str:
+    """A value's kind, cached by value: a run's values recur in many sets (`_value_kinds` is cached
+    by the whole set), and each was matched against every kind's pattern again (issue 25)."""
+    return next((k for k, rx in _KINDS if rx.match(value)), "other")
 
 
 def specific_kinds(values: frozenset[str]) -> set[str]:
