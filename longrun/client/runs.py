@@ -18,7 +18,7 @@ from longrun.models.io import AgentRunInput, SayInput
 from longrun.models.run import RunStatus
 from longrun.models.spec import RunSpec
 from longrun.store import Store
-from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.interface import AgentRunInterface
 
 
 def new_run_id() -> str:
@@ -58,7 +58,7 @@ async def launch(client: Client, run_id: str, task_queue: str) -> None:
     Raises:
         temporalio.exceptions.WorkflowAlreadyStartedError: it was started before."""
     await client.start_workflow(
-        AgentRunWorkflow.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue,
+        AgentRunInterface.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
     )
 
@@ -76,7 +76,7 @@ async def say(client: Client, store: Store, run_id: str, text: str, constraint: 
     if RunStatus(status).finished:
         raise ApprovalError(f"run {run_id} has already finished; nothing to change")
     instruction_id = store.queue_instruction(run_id, text, as_constraint=constraint)
-    return await calls.update(client, run_id, AgentRunWorkflow.say,
+    return await calls.update(client, run_id, AgentRunInterface.say,
                               SayInput(instruction_id=instruction_id, constraint=constraint))
 
 

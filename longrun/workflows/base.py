@@ -31,8 +31,6 @@ with workflow.unsafe.imports_passed_through():
 In = TypeVar("In")
 R = TypeVar("R")
 
-WORKFLOW_NAME = "longrun.AgentRun"
-
 
 class Stop(Exception):
     """Ends the loop with a final status (raised inside the workflow only)."""
