@@ -66,3 +66,15 @@ def test_the_store_loads_alembic_only_when_asked_to_migrate() -> None:
                            "import longrun.store as s\nassert s.migrate is migrate\n"
                            "assert head_revision()")
     assert "alembic" in loaded
+
+
+def test_reading_a_run_does_not_load_what_starting_one_takes() -> None:
+    """`longrun status`, `watch` and `runs` (the CLI tests' most frequent commands) with the settings
+    every command reads: no start request rules, no tool registry, no context pipeline."""
+    loaded = _loaded_after("import longrun.cli.commands.runs\n"
+                           "from longrun.cli.commands.common import settings\nsettings()")
+    start_side = ("longrun.cli.commands.start", "longrun.client.start_request", "longrun.tools.registry",
+                  "longrun.context", "longrun.mcp.registry")
+    assert sorted(m for m in loaded if any(m == s or m.startswith(s + ".") for s in start_side)) == []
+    started = _loaded_after("import longrun.cli.commands.start")
+    assert {"longrun.client.start_request", "longrun.mcp.cli"} <= started

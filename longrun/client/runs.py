@@ -11,8 +11,6 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDReusePolicy
 
 from longrun.client import calls
-from longrun.context.opening import opening_message
-from longrun.context.tokens import estimate_message
 from longrun.errors import ApprovalError, ConfigError
 from longrun.models.io import AgentRunInput, SayInput
 from longrun.models.run import RunStatus
@@ -44,6 +42,11 @@ async def start_run(
     problems = store.approver_problems(spec.approvers)
     if problems:
         raise ConfigError("cannot start the run: " + "; ".join(problems))
+    # the context pipeline renders the opening message: imported by the call that needs it, so
+    # `longrun say` and `approve` (this module's other users) do not load it (tests/test_import_cost.py)
+    from longrun.context.opening import opening_message
+    from longrun.context.tokens import estimate_message
+
     run_id = run_id or new_run_id()
     message = opening_message(spec)
     store.create_run(run_id, spec, actor=actor, opening=message, opening_token_estimate=estimate_message(message))
