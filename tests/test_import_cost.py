@@ -78,3 +78,12 @@ def test_reading_a_run_does_not_load_what_starting_one_takes() -> None:
     assert sorted(m for m in loaded if any(m == s or m.startswith(s + ".") for s in start_side)) == []
     started = _loaded_after("import longrun.cli.commands.start")
     assert {"longrun.client.start_request", "longrun.mcp.cli"} <= started
+
+
+def test_approving_loads_the_tool_registry_but_not_the_context_pipeline() -> None:
+    """`longrun approve` checks an edited call's arguments against the tools' schemas, so it needs
+    the registry; the `recall` tool's search (the context package) runs only in the worker."""
+    loaded = _loaded_after("import longrun.cli.commands.control\n"
+                           "from longrun.cli.commands.common import settings\nsettings()")
+    assert "longrun.tools.registry" in loaded
+    assert sorted(m for m in loaded if m == "longrun.context" or m.startswith("longrun.context.")) == []
