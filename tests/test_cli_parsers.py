@@ -52,7 +52,7 @@ def test_help_and_usage_errors_import_no_store_client_or_model() -> None:
     loaded = _modules_after(["--help"], ["status", "--help"], ["approve", "--help"], ["nope"], ["status"],
                             ["start", "--objective", "x"], ["demo", "--help"], ["compact", "--help"])
     assert [m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(HEAVY)] == []
-    assert "longrun.cli.commands.runs" not in loaded
+    assert "longrun.cli.commands.runs" not in loaded and "longrun.cli.commands.start" not in loaded
 
 
 def test_a_command_imports_its_own_handlers_only(tmp_path: Path) -> None:

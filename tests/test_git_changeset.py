@@ -16,7 +16,7 @@ from temporalio.client import Client
 from longrun import cli
 from longrun.auth.audit_check import verify_decisions
 from longrun.cli.commands.common import CliError
-from longrun.cli.commands.runs import refuse_dirty_workspace
+from longrun.cli.commands.start import refuse_dirty_workspace
 from longrun.client import decide
 from longrun.models.audit import ChangeCommitted, ChangeSetOpened, ErrorRecorded
 from longrun.models.spec import RunSpec

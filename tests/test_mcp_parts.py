@@ -202,7 +202,7 @@ def test_a_large_answer_is_capped_with_a_note(tmp_path):
 def test_longrun_start_puts_the_names_in_the_spec_and_refuses_a_definition(tmp_path):
     from longrun.cli import build_parser
     from longrun.cli.commands.common import CliError
-    from longrun.cli.commands.runs import build_spec
+    from longrun.cli.commands.start import build_spec
 
     argv = ["start", "--objective", "o", "--workspace", str(tmp_path), "--approver", "alice",
             "--mcp", "logs", "--mcp-read-only", "logs:search_logs", "--mcp", "t"]

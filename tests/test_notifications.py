@@ -28,7 +28,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from longrun.cli import build_parser, main
-from longrun.cli.commands.runs import build_spec
+from longrun.cli.commands.start import build_spec
 from longrun.client import calls as client_calls
 from longrun.client import decide
 from longrun.client import runs as client_runs

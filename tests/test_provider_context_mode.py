@@ -260,7 +260,7 @@ def test_openai_provider_mode_sends_compact_threshold_and_keeps_the_item(openai_
 def test_longrun_start_takes_the_context_mode(tmp_path: Any) -> None:
     from longrun.cli import build_parser
     from longrun.cli.commands.common import CliError
-    from longrun.cli.commands.runs import build_spec
+    from longrun.cli.commands.start import build_spec
 
     argv = ["start", "--objective", "o", "--workspace", str(tmp_path), "--approver", "alice",
             "--model", "anthropic:claude-sonnet-4-6"]

@@ -189,7 +189,7 @@ def test_the_documented_start_command_builds_this_spec(tmp_path: Any) -> None:
     """`longrun start --model openai-compatible:qwen3 --base-url http://127.0.0.1:11434/v1 ...`, as the
     README shows it: the URL and window go into the spec, never a key."""
     from longrun.cli import build_parser
-    from longrun.cli.commands.runs import build_spec
+    from longrun.cli.commands.start import build_spec
 
     args = build_parser().parse_args([
         "start", "--model", "openai-compatible:qwen3", "--base-url", "http://127.0.0.1:11434/v1",

@@ -60,7 +60,7 @@ def marker(tmp_path: Path) -> Path:
 def test_longrun_start_refuses_an_mcp_command_in_the_spec_and_says_to_configure_it_on_the_worker(ws, marker):
     from longrun.cli import build_parser
     from longrun.cli.commands.common import CliError
-    from longrun.cli.commands.runs import build_spec
+    from longrun.cli.commands.start import build_spec
 
     argv = ["start", "--objective", "o", "--workspace", str(ws), "--approver", "alice",
             "--mcp", f"x=stdio:{pwned_command(marker)}"]

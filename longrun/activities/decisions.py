@@ -14,13 +14,12 @@ The proof is kept in the audit event, so `audit --verify` can check it again fro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
 from longrun.activities.base import ActivityBase, brief
 from longrun.activities.contract import Activities, implements
 from longrun.auth.check import Record, check_proof
-from longrun.auth.key_status import ended_by_keys
+from longrun.auth.scope_ending import KEY_OWNER, end_scopes, end_scopes_of_inactive_keys
 from longrun.auth.scopes import constraints_sha256, ttl_refusal
 from longrun.errors import ProofRefused
 from longrun.models.audit import ApprovalGranted, ApprovalRefused, ApprovalRejected, ScopeEnded, ScopeGranted
@@ -28,11 +27,7 @@ from longrun.models.canonical import action_hash
 from longrun.models.io import GrantInput, RejectApprovalInput, RunRef, ScopeGrantInput, StateBrief
 from longrun.models.signed import DecisionRecord, Proof, ScopeRecord, ScopeRevokeRecord
 from longrun.models.state import Approval, ApprovalEdit, Scope, TaskState, utcnow
-from longrun.store import Store
 from longrun.telemetry import spans
-
-KEY_OWNER = "owner"
-"""Who ends the scopes of a revoked key: the schema owner revoked it (`longrun approvers revoke`)."""
 
 
 class DecisionActivities(ActivityBase):
@@ -219,38 +214,6 @@ class DecisionActivities(ActivityBase):
         for scope_id, why in ended.items():
             self.audit(inp.run_id, ScopeEnded(scope_id=scope_id, by=KEY_OWNER, reason=why), actor=KEY_OWNER)
         return brief(new)
-
-
-def end_scopes(state: TaskState, why: str | Mapping[str, str], ids: set[str] | None = None) -> TaskState:
-    """The state with the named scopes (default: every one in force) ended for `why` (one
-    reason, or one per scope id: then only those scopes end)."""
-    if not isinstance(why, str):
-        ids = set(why) if ids is None else ids & set(why)
-    scopes = [sc.model_copy(update={"ended": (why if isinstance(why, str) else why[sc.id])[:500]})
-              if not sc.ended and (ids is None or sc.id in ids) else sc for sc in state.scopes]
-    return state.model_copy(update={"scopes": scopes})
-
-
-Reapply = Callable[[str, Callable[[TaskState], TaskState], str, str], TaskState]
-
-
-def end_scopes_of_inactive_keys(store: Store, head: TaskState, reapply: Reapply) -> tuple[TaskState, dict[str, str]]:
-    """End, through `reapply` (a compare-and-set re-applied on the head), every scope in force
-    whose signing key no longer vouches for it (`longrun.auth.key_status`).
-
-    Returns:
-        The state as stored (`head` when nothing had to end) and, per scope it ended, why."""
-    if not ended_by_keys(head.scopes, store.credential, utcnow()):
-        return head, {}
-    ended: dict[str, str] = {}
-
-    def mutate(state: TaskState) -> TaskState:
-        ended.clear()  # re-applied after a lost race: what this write ends is what counts
-        ended.update(ended_by_keys(state.scopes, store.credential, utcnow()))
-        return end_scopes(state, ended)
-
-    new = reapply(head.run_id, mutate, KEY_OWNER, "scopes of a revoked key ended")
-    return new, dict(ended)
 
 
 __all__ = ["KEY_OWNER", "DecisionActivities", "end_scopes", "end_scopes_of_inactive_keys"]

@@ -7,8 +7,8 @@ from typing import Any
 
 from longrun.activities.base import ActivityBase, brief
 from longrun.activities.contract import Activities, implements
-from longrun.activities.decisions import end_scopes
 from longrun.activities.provider_context import effective_policy
+from longrun.auth.scope_ending import end_scopes
 from longrun.context import estimate_message, estimate_request, should_compact
 from longrun.errors import ConfigError, ContextOverflow
 from longrun.mcp.registry import listing_sha256

@@ -4,11 +4,43 @@ client-side logic of both front ends: signing and sending decisions (`decide`), 
 full view and diff (`approval_view`), what a start request may say (`start_request`), and ending
 a revoked key's scopes (`revocation`).
 
+The package's names load on first use (PEP 562, as `longrun`'s do): `longrun approve` imports
+`longrun.client.decide`, which imports this package first, and must not pay for `Client`'s
+imports (the approval view, the tool registry, the feeds) to send one update
+(tests/test_cli_imports.py).
+
 See docs/LIBRARY.md.
 """
 
-from longrun.client.async_client import Approver, Client
-from longrun.client.reports import RunUsage, Verification
-from longrun.client.sync_client import SyncClient
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from longrun.client.async_client import Approver, Client
+    from longrun.client.reports import RunUsage, Verification
+    from longrun.client.sync_client import SyncClient
+
+_WHERE = {
+    "Approver": "longrun.client.async_client", "Client": "longrun.client.async_client",
+    "RunUsage": "longrun.client.reports", "Verification": "longrun.client.reports",
+    "SyncClient": "longrun.client.sync_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module when first asked for."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = ["Approver", "Client", "RunUsage", "SyncClient", "Verification"]

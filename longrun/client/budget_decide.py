@@ -20,7 +20,7 @@ from longrun.errors import ApprovalError
 from longrun.models.io import BudgetInput
 from longrun.models.signed import DEFAULT_LIFETIME_SECONDS, BudgetRecord
 from longrun.store import Store
-from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.interface import AgentRunInterface
 
 
 async def decide_budget(
@@ -47,7 +47,7 @@ async def decide_budget(
                                      decision=decision, by_cents=cents, reason=reason))
     inp = BudgetInput(request_id=request_id, approver=signer.principal, decision=decision, by_usd=cents / 100,
                       reason=reason, proof=proof)
-    return await send_update(client, store, run_id, request_id, signer.principal, AgentRunWorkflow.raise_budget, inp)
+    return await send_update(client, store, run_id, request_id, signer.principal, AgentRunInterface.raise_budget, inp)
 
 
 __all__ = ["decide_budget"]

@@ -1,8 +1,9 @@
 """Calls into a run's workflow, by reference, and what their Temporal failures mean.
 
-Every update and query names the handler on `AgentRunWorkflow` itself (`AgentRunWorkflow.approve`,
-not the string "approve"), so a renamed handler is a type error here rather than a run that never
-answers. Temporal's RPC failures are recognised by their status code (`RPCStatusCode`), never by
+Every update and query names the handler on `AgentRunInterface` (`AgentRunInterface.approve`, not
+the string "approve"): the workflow's handlers by name and type without its implementation, so
+calling a run does not import the turn loop, the activities or the Temporal worker
+(`longrun.workflows.interface`; tests/test_workflow_interface.py holds it to `AgentRunWorkflow`). Temporal's RPC failures are recognised by their status code (`RPCStatusCode`), never by
 the text of their message, and become longrun's own errors (`longrun.errors`):
 
     NOT_FOUND on a workflow that exists (closed)  -> ApprovalError ("already finished")
@@ -29,17 +30,16 @@ from longrun.errors import ApprovalError, LongrunError, RunNotFoundError, StackN
 from longrun.models.audit import ApprovalRefused
 from longrun.models.io import AgentRunResult, StatusQueryResult
 from longrun.store import Store
-from longrun.workflows.agent_run import AgentRunWorkflow
-from longrun.workflows.approvals import REFUSAL_AUDITED
+from longrun.workflows.interface import REFUSAL_AUDITED, AgentRunInterface
 
 Control = Literal["pause", "resume", "cancel", "compact_now"]
 """The argument-less operator updates."""
 
 CONTROLS: dict[Control, UpdateMethodMultiParam[[Any], Any]] = {
-    "pause": AgentRunWorkflow.pause,
-    "resume": AgentRunWorkflow.resume,
-    "cancel": AgentRunWorkflow.cancel,
-    "compact_now": AgentRunWorkflow.compact_now,
+    "pause": AgentRunInterface.pause,
+    "resume": AgentRunInterface.resume,
+    "cancel": AgentRunInterface.cancel,
+    "compact_now": AgentRunInterface.compact_now,
 }
 """Each control by the workflow handler it calls."""
 
@@ -50,7 +50,7 @@ RunHandle = WorkflowHandle[Any, AgentRunResult]
 
 def run_handle(client: Client, run_id: str) -> RunHandle:
     """The handle of a run's workflow (its id is the run id)."""
-    return client.get_workflow_handle_for(AgentRunWorkflow.run, run_id)
+    return client.get_workflow_handle_for(AgentRunInterface.run, run_id)
 
 
 def rpc_error(exc: RPCError, run_id: str) -> LongrunError:
@@ -87,7 +87,7 @@ async def _call(client: Client, run_id: str, send: Callable[[RunHandle], Awaitab
 
 
 async def update(client: Client, run_id: str, handler: UpdateMethodMultiParam[[Any, A], Any], arg: A) -> str:
-    """Run the workflow update `handler` (a method of `AgentRunWorkflow`) with `arg`; its answer.
+    """Run the workflow update `handler` (a method of `AgentRunInterface`) with `arg`; its answer.
 
     Raises:
         ApprovalError: the workflow refused it (`audited` says whether the worker recorded that),
@@ -111,7 +111,7 @@ async def query_status(client: Client, run_id: str) -> StatusQueryResult | None:
         StackNotRunning, TemporalRefused: see `rpc_error`.
     """
     try:
-        return await run_handle(client, run_id).query(AgentRunWorkflow.status_query)
+        return await run_handle(client, run_id).query(AgentRunInterface.status_query)
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
             return None

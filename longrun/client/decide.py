@@ -37,7 +37,7 @@ from longrun.models.signed import DEFAULT_LIFETIME_SECONDS, DecisionRecord, Proo
 from longrun.store import Store
 from longrun.tools.recorded import run_tool_list
 from longrun.tools.registry import default_registry
-from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.interface import AgentRunInterface
 
 Approver = str | Signer
 A = TypeVar("A", bound=BaseModel)
@@ -135,7 +135,7 @@ async def approve(
         raise ApprovalError(f"approval {approval_id} is not pending on run {run_id}; nothing to edit")
     inp = ApproveInput(approval_id=approval_id, approver=signer.principal, ttl_seconds=ttl_seconds, proof=proof,
                        edit_id=edit_id)
-    return await _send(client, store, run_id, approval_id, signer.principal, AgentRunWorkflow.approve, inp)
+    return await _send(client, store, run_id, approval_id, signer.principal, AgentRunInterface.approve, inp)
 
 
 def _store_edit(store: Store, run_id: str, pending: PendingApproval, edit: dict[str, Any],
@@ -174,7 +174,7 @@ async def reject(
         proof = signer.sign(DecisionRecord(**_record_base(signer, run_id, lifetime_seconds), approval_id=approval_id,
                                            action_hash=pending.action_hash, decision="reject", reason=reason))
     inp = RejectInput(approval_id=approval_id, approver=signer.principal, reason=reason, proof=proof)
-    return await _send(client, store, run_id, approval_id, signer.principal, AgentRunWorkflow.reject, inp)
+    return await _send(client, store, run_id, approval_id, signer.principal, AgentRunInterface.reject, inp)
 
 
 async def grant_scope(
@@ -212,7 +212,7 @@ async def grant_scope(
     proof = signer.sign(ScopeRecord(**_record_base(signer, run_id, DEFAULT_LIFETIME_SECONDS), scope_id=scope_id,
                                     tools=list(tools), paths=list(paths), max_uses=max_uses, expires_at=expires,
                                     constraints_sha256=constraints_sha256(constraints)))
-    answer = await _send(client, store, run_id, scope_id, signer.principal, AgentRunWorkflow.grant_scope,
+    answer = await _send(client, store, run_id, scope_id, signer.principal, AgentRunInterface.grant_scope,
                          ScopeInput(approver=signer.principal, proof=proof))
     return scope_id, answer
 
@@ -225,7 +225,7 @@ async def revoke_scope(client: Client, store: Store, run_id: str, scope_id: str,
         proof = signer.sign(ScopeRevokeRecord(**_record_base(signer, run_id, DEFAULT_LIFETIME_SECONDS), scope_id=scope_id))
     except ValueError as exc:
         raise ApprovalError(f"{scope_id!r} is not a scope id (scp- and 16 hex digits)") from exc
-    return await _send(client, store, run_id, scope_id, signer.principal, AgentRunWorkflow.revoke_scope,
+    return await _send(client, store, run_id, scope_id, signer.principal, AgentRunInterface.revoke_scope,
                        ScopeInput(approver=signer.principal, proof=proof))
 
 

@@ -19,12 +19,12 @@ from typing import Literal
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from longrun.activities.decisions import KEY_OWNER, end_scopes_of_inactive_keys
+from longrun.auth.scope_ending import KEY_OWNER, end_scopes_of_inactive_keys
 from longrun.client.calls import run_handle
 from longrun.models.audit import AuditEvent, ScopeEnded
 from longrun.models.run import RunStatus
 from longrun.store import Store
-from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.interface import AgentRunInterface
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ async def end_revoked_scopes(client: Client | None, store: Store, key_ids: Seque
     for run_id, status, scope_ids in store.runs_with_open_scopes(key_ids):
         if client is not None and not RunStatus(status).finished:
             try:
-                await run_handle(client, run_id).signal(AgentRunWorkflow.signing_keys_revoked)
+                await run_handle(client, run_id).signal(AgentRunInterface.signing_keys_revoked)
             except RPCError:
                 pass  # no running workflow to tell (or no answer): end them here
             else:

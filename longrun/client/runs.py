@@ -11,14 +11,12 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDReusePolicy
 
 from longrun.client import calls
-from longrun.context.opening import opening_message
-from longrun.context.tokens import estimate_message
 from longrun.errors import ApprovalError, ConfigError
 from longrun.models.io import AgentRunInput, SayInput
 from longrun.models.run import RunStatus
 from longrun.models.spec import RunSpec
 from longrun.store import Store
-from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.interface import AgentRunInterface
 
 
 def new_run_id() -> str:
@@ -44,6 +42,11 @@ async def start_run(
     problems = store.approver_problems(spec.approvers)
     if problems:
         raise ConfigError("cannot start the run: " + "; ".join(problems))
+    # the context pipeline renders the opening message: imported by the call that needs it, so
+    # `longrun say` and `approve` (this module's other users) do not load it (tests/test_import_cost.py)
+    from longrun.context.opening import opening_message
+    from longrun.context.tokens import estimate_message
+
     run_id = run_id or new_run_id()
     message = opening_message(spec)
     store.create_run(run_id, spec, actor=actor, opening=message, opening_token_estimate=estimate_message(message))
@@ -58,7 +61,7 @@ async def launch(client: Client, run_id: str, task_queue: str) -> None:
     Raises:
         temporalio.exceptions.WorkflowAlreadyStartedError: it was started before."""
     await client.start_workflow(
-        AgentRunWorkflow.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue,
+        AgentRunInterface.run, AgentRunInput(run_id=run_id), id=run_id, task_queue=task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
     )
 
@@ -76,7 +79,7 @@ async def say(client: Client, store: Store, run_id: str, text: str, constraint: 
     if RunStatus(status).finished:
         raise ApprovalError(f"run {run_id} has already finished; nothing to change")
     instruction_id = store.queue_instruction(run_id, text, as_constraint=constraint)
-    return await calls.update(client, run_id, AgentRunWorkflow.say,
+    return await calls.update(client, run_id, AgentRunInterface.say,
                               SayInput(instruction_id=instruction_id, constraint=constraint))
 
 

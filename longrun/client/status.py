@@ -30,7 +30,7 @@ from longrun.models.run import PendingApproval, RunStatus, RunStatusView
 from longrun.models.state import NextAction, TaskState
 from longrun.store import AuditRecord, Store
 from longrun.store.records import RunRecord
-from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.interface import AgentRunInterface
 
 NO_WORKER = (RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
 """How a query to a running workflow fails when no worker polls its task queue: the server says
@@ -126,7 +126,7 @@ async def probe_workflow(client: Client, run_id: str) -> tuple[StatusQueryResult
         return None, "closed"
     try:
         return await run_handle(client, run_id).query(
-            AgentRunWorkflow.status_query, rpc_timeout=timedelta(seconds=QUERY_TIMEOUT_SECONDS)
+            AgentRunInterface.status_query, rpc_timeout=timedelta(seconds=QUERY_TIMEOUT_SECONDS)
         ), ""
     except RPCError as exc:
         if exc.status in NO_WORKER:

@@ -13,13 +13,55 @@ they need (`docs/SECURITY.md`, "MCP trust model").
 
 `client` (and with it the SDK, about a second to import) is not imported here: import
 `longrun.mcp.client` where a server is called.
+
+The names below load on first use (PEP 562): `longrun.service.settings` reads `config` for every
+command, and must not import the registry, the tools and the context pipeline with it
+(tests/test_import_cost.py).
 """
 
-from longrun.mcp.config import McpDirectory
-from longrun.mcp.errors import McpInterrupted, McpNotOffered, McpSecretMissing, McpUnavailable
-from longrun.mcp.listing import entries, normalize_schema
-from longrun.mcp.registry import RunTools, listing_sha256, mcp_for_approver, mcp_hint_note, with_mcp_tools
-from longrun.mcp.secrets import ServerSecrets, resolve
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from longrun.mcp.config import McpDirectory
+    from longrun.mcp.errors import McpInterrupted, McpNotOffered, McpSecretMissing, McpUnavailable
+    from longrun.mcp.listing import entries, normalize_schema
+    from longrun.mcp.registry import RunTools, listing_sha256, mcp_for_approver, mcp_hint_note, with_mcp_tools
+    from longrun.mcp.secrets import ServerSecrets, resolve
+
+_WHERE = {
+    "McpDirectory": "longrun.mcp.config",
+    "McpInterrupted": "longrun.mcp.errors",
+    "McpNotOffered": "longrun.mcp.errors",
+    "McpSecretMissing": "longrun.mcp.errors",
+    "McpUnavailable": "longrun.mcp.errors",
+    "RunTools": "longrun.mcp.registry",
+    "ServerSecrets": "longrun.mcp.secrets",
+    "entries": "longrun.mcp.listing",
+    "listing_sha256": "longrun.mcp.registry",
+    "mcp_for_approver": "longrun.mcp.registry",
+    "mcp_hint_note": "longrun.mcp.registry",
+    "normalize_schema": "longrun.mcp.listing",
+    "resolve": "longrun.mcp.secrets",
+    "with_mcp_tools": "longrun.mcp.registry",
+}
+"""Each public name's module (see the docstring)."""
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "McpDirectory",

@@ -1,1 +1,1 @@
-"""Alembic environment and versions: the only way the schema changes (see `longrun.store.migrate`)."""
+"""Alembic environment and versions: the only way the schema changes (see `longrun.store.migrator`)."""

@@ -1,8 +1,9 @@
 """Alembic environment for longrun.
 
-Run through `longrun.store.migrate` / `downgrade`, which build the `Config` in code. When the caller
-hands over a connection in `config.attributes["connection"]` (tests, `longrun dev up`), the
-migration runs on it; otherwise an engine is built from `sqlalchemy.url`.
+Run through `longrun.store.migrate` / `downgrade` (module `longrun.store.migrator`), which build
+the `Config` in code. When the caller hands over a connection in `config.attributes["connection"]`
+(tests, `longrun dev up`), the migration runs on it; otherwise an engine is built from
+`sqlalchemy.url`.
 """
 
 from __future__ import annotations

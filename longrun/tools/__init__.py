@@ -24,29 +24,92 @@ Where each built-in may run (the invariant gate's rule 4, `Tool.allowed_next_act
 
 Custom tools come from typed functions (`functions.tool`), are added by the worker (`loading`),
 and each run is held to the tools recorded at its start (`recorded`).
+
+The names below load on first use (PEP 562), as `longrun`'s do: a command that needs one small
+module (`longrun status` reads `autorun` and `udiff` to warn about an edit that runs code) imports
+the package first, and must not pay for the registry, every built-in tool and the context
+pipeline that `recall` brings (tests/test_import_cost.py).
 """
 
-from longrun.errors import ToolError
-from longrun.tools.artifacts import READ_ARTIFACT
-from longrun.tools.base import (
-    ArtifactReader,
-    ReconcileOutcome,
-    ReconcileStatus,
-    Tool,
-    ToolContext,
-    ToolKind,
-    ToolOutcome,
-)
-from longrun.tools.commands import RUN_COMMAND, command_refusal, minimal_env
-from longrun.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
-from longrun.tools.fs_tools import DELETE_PATH, GLOB, MAKE_DIR, MOVE_PATH
-from longrun.tools.functions import tool
-from longrun.tools.patch import APPLY_PATCH
-from longrun.tools.paths import check_write_path, confine
-from longrun.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
-from longrun.tools.search import GREP
-from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, STEP_NEXT_ACTION, WRITE_NOTE
-from longrun.tools.task import TASK
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from longrun.errors import ToolError
+    from longrun.tools.artifacts import READ_ARTIFACT
+    from longrun.tools.base import (
+        ArtifactReader,
+        ReconcileOutcome,
+        ReconcileStatus,
+        Tool,
+        ToolContext,
+        ToolKind,
+        ToolOutcome,
+    )
+    from longrun.tools.commands import RUN_COMMAND, command_refusal, minimal_env
+    from longrun.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
+    from longrun.tools.fs_tools import DELETE_PATH, GLOB, MAKE_DIR, MOVE_PATH
+    from longrun.tools.functions import tool
+    from longrun.tools.patch import APPLY_PATCH
+    from longrun.tools.paths import check_write_path, confine
+    from longrun.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
+    from longrun.tools.search import GREP
+    from longrun.tools.state_tools import COMPLETE_STAGE, RECORD_DECISION, SET_NEXT_ACTION, STEP_NEXT_ACTION, WRITE_NOTE
+    from longrun.tools.task import TASK
+
+
+_WHERE = {
+    "APPLY_PATCH": "longrun.tools.patch",
+    "ArtifactReader": "longrun.tools.base",
+    "BUILTIN_TOOLS": "longrun.tools.registry",
+    "COMPLETE_STAGE": "longrun.tools.state_tools",
+    "DELETE_PATH": "longrun.tools.fs_tools",
+    "GLOB": "longrun.tools.fs_tools",
+    "GREP": "longrun.tools.search",
+    "LIST_DIR": "longrun.tools.files",
+    "MAKE_DIR": "longrun.tools.fs_tools",
+    "MOVE_PATH": "longrun.tools.fs_tools",
+    "READ_ARTIFACT": "longrun.tools.artifacts",
+    "READ_FILE": "longrun.tools.files",
+    "RECORD_DECISION": "longrun.tools.state_tools",
+    "RUN_COMMAND": "longrun.tools.commands",
+    "ReconcileOutcome": "longrun.tools.base",
+    "ReconcileStatus": "longrun.tools.base",
+    "SET_NEXT_ACTION": "longrun.tools.state_tools",
+    "STEP_NEXT_ACTION": "longrun.tools.state_tools",
+    "TASK": "longrun.tools.task",
+    "Tool": "longrun.tools.base",
+    "ToolContext": "longrun.tools.base",
+    "ToolError": "longrun.errors",
+    "ToolKind": "longrun.tools.base",
+    "ToolOutcome": "longrun.tools.base",
+    "ToolRegistry": "longrun.tools.registry",
+    "WRITE_FILE": "longrun.tools.files",
+    "WRITE_NOTE": "longrun.tools.state_tools",
+    "check_write_path": "longrun.tools.paths",
+    "command_refusal": "longrun.tools.commands",
+    "confine": "longrun.tools.paths",
+    "default_registry": "longrun.tools.registry",
+    "minimal_env": "longrun.tools.commands",
+    "tool": "longrun.tools.functions",
+}
+"""Each public name's module (see the docstring)."""
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "APPLY_PATCH",

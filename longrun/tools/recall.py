@@ -19,7 +19,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from longrun.context import FactStore, recall
 from longrun.errors import ToolError
 from longrun.models.blocks import TextBlock, ToolResultBlock, ToolUseBlock
 from longrun.models.context import FactRow
@@ -101,6 +100,11 @@ def _recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         raise ToolError("query is empty: give a subject or words the fact holds, e.g. {\"query\": \"database port\"}")
     if ctx.memory is None:
         raise ToolError("no fact store is available to this run; search the workspace with grep instead")
+    # the context package (the whole compaction pipeline) is imported when the tool runs, in the
+    # worker: every holder of the tool registry (`longrun approve` validates an edit's arguments
+    # against it) would otherwise load it (tests/test_import_cost.py)
+    from longrun.context import FactStore, recall
+
     found = recall(FactStore(ctx.memory.facts()), query, kind=kind)
     if found.found:
         lines = [found.render()]

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.models.run import PendingApproval, RunStatus
     from longrun.models.signed import DecisionRecord, Proof
     from longrun.workflows import options as opt
+    from longrun.workflows.interface import REFUSAL_AUDITED
     from longrun.workflows.notifications import NotificationsMixin
 
 GRANT_FAILURE_PATCH = "grant-failure-leaves-request-open"
@@ -41,10 +42,6 @@ histories recorded before this audited it through `record_event`."""
 APPROVAL_WAIT_PATCH = "approval-wait-telemetry"
 """The decision activities get the request's time, for the approval span's wait (histories
 recorded before this scheduled them without it)."""
-
-REFUSAL_AUDITED = "RefusalAudited"
-"""The type of an update failure whose refusal the activity already wrote to the audit (the
-client then does not write it again)."""
 
 NO_PROOF = ("no signed proof: `--as NAME` alone approves nothing. Sign the decision with your key: "
             "`longrun approve RUN --as NAME` reads it from $LONGRUN_HOME/keys/NAME.pem (or --key PATH); "

@@ -31,8 +31,6 @@ with workflow.unsafe.imports_passed_through():
 In = TypeVar("In")
 R = TypeVar("R")
 
-WORKFLOW_NAME = "longrun.AgentRun"
-
 REQUEST_AUDITED_FIRST_PATCH = "request-audited-first"
 """A request the run waits on (an approval, a budget raise) shows in `status` and can be answered
 only once it is in the audit: before, a client that saw it while its record was being written

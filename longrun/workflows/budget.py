@@ -25,8 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from longrun.models.run import PendingApproval, RunStatus
     from longrun.models.signed import BudgetRecord
     from longrun.workflows import options as opt
-    from longrun.workflows.approvals import REFUSAL_AUDITED
     from longrun.workflows.base import Stop
+    from longrun.workflows.interface import REFUSAL_AUDITED
     from longrun.workflows.notifications import NotificationsMixin
 
 BUDGET_PATCH = "budget-wait"

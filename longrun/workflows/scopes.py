@@ -22,13 +22,12 @@ with workflow.unsafe.imports_passed_through():
     from longrun.models.io import RunRef, ScopeGrantInput, ScopeInput
     from longrun.models.signed import ScopeRecord, ScopeRevokeRecord
     from longrun.workflows import options as opt
-    from longrun.workflows.approvals import REFUSAL_AUDITED
     from longrun.workflows.base import RunBase
+    from longrun.workflows.interface import REFUSAL_AUDITED, SIGNING_KEYS_REVOKED
 
 KEY_REVOCATION_PATCH = "key-revocation-ends-scopes"
 """The `signing_keys_revoked` signal ends the scopes of revoked keys (no history recorded before
 it holds the signal; the patch marks the runs that can act on it)."""
-SIGNING_KEYS_REVOKED = "signing_keys_revoked"
 
 
 class ScopesMixin(RunBase):

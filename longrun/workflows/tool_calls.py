@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from longrun.workflows import options as opt
     from longrun.workflows.approvals import ApprovalsMixin
-    from longrun.workflows.base import WORKFLOW_NAME
+    from longrun.workflows.interface import WORKFLOW_NAME
 
 MAX_REGATES = 3
 """How often one call goes back through the gate because the head moved under it."""

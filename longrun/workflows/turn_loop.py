@@ -48,10 +48,11 @@ with workflow.unsafe.imports_passed_through():
     from longrun.models.run import RunStatus
     from longrun.workflows import options as opt
     from longrun.workflows.approvals import GRANT_FAILURE_PATCH
-    from longrun.workflows.base import WORKFLOW_NAME, Stop
+    from longrun.workflows.base import Stop
     from longrun.workflows.budget import BudgetMixin
     from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, STAGE_BOUNDARY_PATCH, CompactionMixin
     from longrun.workflows.controls import ControlsMixin
+    from longrun.workflows.interface import WORKFLOW_NAME
     from longrun.workflows.notifications import Outbox
     from longrun.workflows.scopes import ScopesMixin
     from longrun.workflows.tool_calls import ToolCallsMixin

@@ -1,4 +1,5 @@
-"""The arguments of `longrun start, status, watch, runs`; the handlers are in `longrun.cli.commands.runs`."""
+"""The arguments of `longrun start, status, watch, runs`; the handlers are in `longrun.cli.commands.start`
+(start) and `longrun.cli.commands.runs` (status, watch, runs)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     st.add_argument("--wait", action="store_true",
                     help="follow the run's progress until it ends or needs a human (an approval, a pause)")
     add_json(st)
-    st.set_defaults(func=Handler("longrun.cli.commands.runs", "cmd_start"))
+    st.set_defaults(func=Handler("longrun.cli.commands.start", "cmd_start"))
 
     s = sub.add_parser("status", help="a run's status, from the live workflow or, once it is gone, from PostgreSQL",
                        description="Status, step, next action, state version, pending approval (id, tool, "

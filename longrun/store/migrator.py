@@ -2,6 +2,9 @@
 
 The alembic `Config` is built in code (no alembic.ini) with `script_location` pointing at
 `longrun/migrations`, so an installed `longrun` can migrate any database it is pointed at.
+
+Callers use `longrun.store.migrate` (and the other four names), which imports this module, and
+with it alembic and mako, only when first called: commands that do not migrate do not load them.
 """
 
 from __future__ import annotations
