@@ -34,7 +34,9 @@ lint: $(STAMP)
 # The suite waits on real stacks (PostgreSQL, the Temporal dev server, CLI subprocesses) far more
 # than it computes: run serially, the load stays near 1 on 2 cores. pytest-xdist runs whole files on
 # TEST_WORKERS processes (each with its own session stacks; a file's module stack stays on one
-# worker), and --durations names what took the time. `make test TEST_WORKERS=0` runs serially.
+# worker), and --durations names what took the time. The longest files are handed out first
+# (tests/conftest.py, from the measured tests/file_seconds.json) so that no worker is left with a
+# long file at the end. `make test TEST_WORKERS=0` runs serially.
 TEST_WORKERS ?= 4
 test: lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)

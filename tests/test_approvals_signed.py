@@ -4,7 +4,7 @@ audited as `approval_refused`, and leaves the request open. What was accepted ve
 Postgres alone.
 
 These go through the real client (`decide.approve`), the real workflow validators and the real grant
-activity on an in-process worker; the CLI versions are in tests/test_cli_approvals.py."""
+activity on an in-process worker; the CLI versions are in tests/test_cli_approvals.py and tests/test_cli_keys.py."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_stack import Cli
-from tests.support.console_server import PASSWORDS, Console, add_console_users, serve
+from tests.support.console_server import PASSWORDS, Console
 
 pytestmark = pytest.mark.slow
 
@@ -31,13 +31,6 @@ if CHROMIUM is None:
 from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture(scope="module")
-def console(cli: Cli) -> Iterator[Console]:
-    add_console_users(cli)
-    with serve(cli) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

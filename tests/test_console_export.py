@@ -4,23 +4,15 @@ bundle downloaded over real HTTP from `longrun serve` verifies from the file alo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from longrun.evidence.verify import verify_bundle
 from tests.support.cli_stack import Cli
-from tests.support.console_server import Console, add_console_users, serve
+from tests.support.console_server import Console
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def console(cli: Cli) -> Iterator[Console]:
-    add_console_users(cli)
-    with serve(cli) as c:
-        yield c
 
 
 def exports(cli: Cli, run_id: str) -> list[tuple[str, str, str]]:

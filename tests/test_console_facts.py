@@ -22,7 +22,7 @@ from longrun.models import CompactionReport, Projection, RunSpec
 from longrun.models.context import FactRow
 from longrun.store import Store
 from tests.support.cli_stack import Cli
-from tests.support.console_server import PASSWORDS, Console, add_console_users, serve
+from tests.support.console_server import PASSWORDS, Console
 
 pytestmark = pytest.mark.slow
 
@@ -34,13 +34,6 @@ if CHROMIUM is None:
 from playwright.sync_api import Browser, expect, sync_playwright  # noqa: E402
 
 HOSTILE = 'Never paste tokens into <img src=x onerror="window.__xss=1"> or <script>window.__xss=2</script> chats.'
-
-
-@pytest.fixture(scope="module")
-def console(cli: Cli) -> Iterator[Console]:
-    add_console_users(cli)
-    with serve(cli) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

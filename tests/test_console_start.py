@@ -20,16 +20,9 @@ from longrun.client.start_request import StartRequest
 from longrun.console.starts import request_sha256
 from longrun.store import Store
 from tests.support.cli_stack import OBJECTIVE, TEST_ARGV, Cli
-from tests.support.console_server import Console, add_console_users, serve
+from tests.support.console_server import Console
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-@pytest.fixture(scope="module")
-def console(cli: Cli) -> Iterator[Console]:
-    add_console_users(cli)
-    with serve(cli) as c:
-        yield c
 
 
 @pytest.fixture

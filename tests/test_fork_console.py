@@ -5,22 +5,14 @@ parent, the parent's page links its forks, the JSON API says the same, and `stat
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli_stack import Cli
-from tests.support.console_server import Console, add_console_users, serve
+from tests.support.console_server import Console
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def console(cli: Cli) -> Iterator[Console]:
-    add_console_users(cli)
-    with serve(cli) as c:
-        yield c
 
 
 @pytest.mark.timeout(900)

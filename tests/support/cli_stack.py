@@ -118,11 +118,20 @@ def workspace(tmp_path: Path) -> Path:
     return target
 
 
+def superuser(cli: Cli) -> psycopg.Connection:
+    """A connection as the embedded server's superuser: what the database owner can do."""
+    url = json.loads((cli.home / "stack.json").read_text())["database_url"]
+    return psycopg.connect(libpq_url(sqlalchemy_url(url).set(username="postgres", password=None)), autocommit=True)
+
+
+def refusals(cli: Cli, run_id: str) -> list[str]:
+    """The reasons of the run's refused approvals, as `longrun audit --json` lists them."""
+    return [r["data"]["event"]["reason"] for r in cli.json("audit", run_id)["timeline"] if r["kind"] == "approval_refused"]
+
+
 def tamper(cli: Cli, table: str, statement: str) -> None:
     """Run `statement` as the embedded server's superuser with the append-only trigger off."""
-    url = json.loads((cli.home / "stack.json").read_text())["database_url"]
-    admin = libpq_url(sqlalchemy_url(url).set(username="postgres", password=None))
-    with psycopg.connect(admin, autocommit=True) as conn:
+    with superuser(cli) as conn:
         conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {table}_append_only")
         try:
             conn.execute(statement)

@@ -1,7 +1,15 @@
 """`longrun serve` as a user runs it, for the console tests: the installed script in its own
 process, on a free port, against the module's dev stack (`tests.support.cli_stack`), with people
 given console passwords the way an administrator does (`longrun approvers add NAME --console
---password-stdin`)."""
+--password-stdin`).
+
+One console per test process (the `console` fixture), as the `cli` stack is one per process:
+`longrun serve` and the three `approvers add --console` (each sealing a key under a password with
+scrypt) were started again by each of six console modules, tens of seconds each on a loaded
+machine. Nothing a test sees lives in the console process: sessions, keys and sign-in counts are
+in the stack's PostgreSQL, which those modules shared already. A test that changes a console
+user's password uses a principal of its own. tests/test_console_abuse.py keeps its own stack and
+console (its floods are counted per address and over the whole console)."""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import httpx
+import pytest
 
 from longrun.service.devstack import free_port
 from tests.support.cli_stack import LONGRUN, Cli
@@ -81,3 +90,11 @@ def serve(cli: Cli) -> Iterator[Console]:
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def console(cli: Cli) -> Iterator[Console]:
+    """alice, vera and otto with console passwords, and `longrun serve` on the process's stack."""
+    add_console_users(cli)
+    with serve(cli) as c:
+        yield c
