@@ -14,8 +14,9 @@ See docs/LIBRARY.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from longrun.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from longrun.client.async_client import Approver, Client
@@ -29,18 +30,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module when first asked for."""
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
 
 
 __all__ = ["Approver", "Client", "RunUsage", "SyncClient", "Verification"]

@@ -21,8 +21,9 @@ command, and must not import the registry, the tools and the context pipeline wi
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from longrun.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from longrun.mcp.config import McpDirectory
@@ -50,17 +51,7 @@ _WHERE = {
 """Each public name's module (see the docstring)."""
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
 
 
 __all__ = [

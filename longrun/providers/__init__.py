@@ -16,8 +16,9 @@ its prefix with its models table, keys, defaults and factory; the built-ins
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from longrun.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from longrun.models.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -77,10 +78,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'longrun.providers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

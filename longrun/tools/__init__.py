@@ -33,8 +33,9 @@ pipeline that `recall` brings (tests/test_import_cost.py).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from longrun.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from longrun.errors import ToolError
@@ -98,17 +99,7 @@ _WHERE = {
 """Each public name's module (see the docstring)."""
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
 
 
 __all__ = [
