@@ -8,7 +8,6 @@ dev server and the real client, with the audit write paused where it happens."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import psycopg
 import pytest
 
 import longrun
-from tests.support.harness import running_worker
+from tests.support.harness import running_worker, until
 from tests.support.policy import GREETING_EDIT_PLAN, PlanProvider, greeting_workspace
 
 pytestmark = pytest.mark.slow
@@ -31,15 +30,6 @@ END $$;
 CREATE TRIGGER test_hold_approval_request BEFORE INSERT ON audit_events
     FOR EACH ROW EXECUTE FUNCTION test_hold_approval_request();
 """
-
-
-async def _until(what: str, check, timeout: float = 120.0):
-    for _ in range(int(timeout / 0.1)):
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def _waiting(holder: psycopg.AsyncConnection, where: str, *params: object) -> bool:
@@ -65,8 +55,8 @@ async def test_the_request_shows_only_once_it_is_audited(store, db_url, temporal
                     run_id = await client.start(longrun.RunSpec(objective="Fix the greeting.", workspace=str(ws),
                                                                 approvers=["alice"]))
 
-                    await _until("the approval request's audit write to wait on the lock",
-                                 lambda: _waiting(holder, "locktype = 'advisory' AND objid = %s", LOCK))
+                    await until("the approval request's audit write to wait on the lock",
+                                 lambda: _waiting(holder, "locktype = 'advisory' AND objid = %s", LOCK), timeout=120)
                     verdicts = [r.event for r in await client.audit(run_id) if r.kind == "gate_verdict"]
                     approval_id = "apr-" + verdicts[-1].action_hash[:16]  # what the run will ask for
 
@@ -74,7 +64,7 @@ async def test_the_request_shows_only_once_it_is_audited(store, db_url, temporal
                     assert status.pending_approval is None and status.status != "waiting_approval"
                     assert await client.pending(run_id) is None
                     await holder.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))
-                    pending = await _until("the approval", lambda: client.pending(run_id))
+                    pending = await until("the approval", lambda: client.pending(run_id), timeout=120)
                     assert pending.approval_id == approval_id
                     view = await client.approval(run_id, pending.approval_id)  # the request is in the audit
                     assert view.decision == "pending" and view.hash_matches

@@ -5,14 +5,13 @@ verification, then steer and cancel another run. Only the worker comes from the 
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
 import longrun
-from tests.support.harness import running_worker
+from tests.support.harness import running_worker, until
 from tests.support.policy import GREETING_EDIT_PLAN, PlanProvider, greeting_workspace
 
 pytestmark = pytest.mark.slow
@@ -24,15 +23,6 @@ async def _connect(temporal_env, db_url: str, task_queue: str) -> longrun.Client
                                         task_queue=task_queue)
 
 
-async def _until(what: str, check, timeout: float = 60.0):
-    for _ in range(int(timeout / 0.1)):
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.timeout(300)
 async def test_start_wait_approve_with_a_key_file_and_read_the_record(store, db_url, temporal_env, temporal_client,
                                                                      tmp_path):
@@ -42,7 +32,7 @@ async def test_start_wait_approve_with_a_key_file_and_read_the_record(store, db_
         async with await _connect(temporal_env, db_url, h.task_queue) as client:
             run_id = await client.start(longrun.RunSpec(objective="Fix the greeting.", workspace=str(ws),
                                                         approvers=["alice"]))
-            pending = await _until("the approval", lambda: client.pending(run_id))
+            pending = await until("the approval", lambda: client.pending(run_id))
             assert isinstance(pending, longrun.PendingApproval)
             view = await client.approval(run_id, pending.approval_id)
             assert view.tool == pending.tool and view.hash_matches and view.decision == "pending"
@@ -77,7 +67,7 @@ async def test_say_pause_resume_cancel_and_a_finished_run_refuses(store, db_url,
     async with running_worker(temporal_client, store, provider=provider) as h:
         async with await _connect(temporal_env, db_url, h.task_queue) as client:
             run_id = await client.start(longrun.RunSpec(objective="read a lot", workspace=str(ws)))
-            await _until("two turns", lambda: _turns_at_least(client, run_id, 2))
+            await until("two turns", lambda: _turns_at_least(client, run_id, 2))
             assert "paused" in await client.pause(run_id)
             await client.say(run_id, "Keep to a.txt.", constraint=True)
             await client.resume(run_id)

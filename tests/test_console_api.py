@@ -12,21 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.cli_stack import Cli
+from tests.support.cli_stack import Cli, audit_events, pending
 from tests.support.console_server import Console
 
 pytestmark = pytest.mark.slow
-
-
-def audit_events(cli: Cli, run_id: str) -> list[dict]:
-    return [r["data"]["event"] | {"actor": r["data"]["actor"]}
-            for r in cli.json("audit", run_id)["timeline"] if r["source"] == "audit"]
-
-
-def pending(cli: Cli, run_id: str) -> dict:
-    status = cli.json("status", run_id)
-    assert status["status"] == "waiting_approval", status
-    return status["pending_approval"]
 
 
 def endpoints(run_id: str, approval_id: str) -> list[tuple[str, str, dict | None]]:

@@ -124,6 +124,19 @@ def superuser(cli: Cli) -> psycopg.Connection:
     return psycopg.connect(libpq_url(sqlalchemy_url(url).set(username="postgres", password=None)), autocommit=True)
 
 
+def audit_events(cli: Cli, run_id: str) -> list[dict]:
+    """The run's audit events as `longrun audit --json` shows them, each with its actor."""
+    return [r["data"]["event"] | {"actor": r["data"]["actor"]}
+            for r in cli.json("audit", run_id)["timeline"] if r["source"] == "audit"]
+
+
+def pending(cli: Cli, run_id: str) -> dict:
+    """The approval the run waits for, as `longrun status --json` shows it (asserts it waits)."""
+    status = cli.json("status", run_id)
+    assert status["status"] == "waiting_approval", status
+    return status["pending_approval"]
+
+
 def refusals(cli: Cli, run_id: str) -> list[str]:
     """The reasons of the run's refused approvals, as `longrun audit --json` lists them."""
     return [r["data"]["event"]["reason"] for r in cli.json("audit", run_id)["timeline"] if r["kind"] == "approval_refused"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,16 @@ class Harness:
     async def result(self, run_id: str, timeout: float = 120.0):
         handle = self.client.get_workflow_handle_for(AgentRunWorkflow.run, run_id)
         return await asyncio.wait_for(handle.result(), timeout)
+
+
+async def until(what: str, check: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
+    """Poll `check` every 0.1 s until it returns something true (returned), or fail naming `what`."""
+    for _ in range(int(timeout / 0.1)):
+        value = await check()
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 @asynccontextmanager
