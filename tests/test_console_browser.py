@@ -12,35 +12,28 @@ Playwright cannot download browsers here, so the tests use the distribution's `c
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser import chromium, require_chromium
 from tests.support.cli_stack import Cli
 from tests.support.console_server import PASSWORDS, Console
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = os.environ.get("LONGRUN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None:
-    pytest.skip("the browser tests need Debian's chromium (no `chromium` on PATH): `apt-get install -y chromium`, "
-                "or set LONGRUN_CHROMIUM to a Chromium binary", allow_module_level=True)
+require_chromium()
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
 
 PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture

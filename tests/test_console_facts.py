@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,29 +20,23 @@ import pytest
 from longrun.models import CompactionReport, Projection, RunSpec
 from longrun.models.context import FactRow
 from longrun.store import Store
+from tests.support.browser import chromium, require_chromium
 from tests.support.cli_stack import Cli
 from tests.support.console_server import PASSWORDS, Console
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = os.environ.get("LONGRUN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None:
-    pytest.skip("the browser tests need Debian's chromium (no `chromium` on PATH): `apt-get install -y chromium`, "
-                "or set LONGRUN_CHROMIUM to a Chromium binary", allow_module_level=True)
+require_chromium()
 
-from playwright.sync_api import Browser, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, expect  # noqa: E402
 
 HOSTILE = 'Never paste tokens into <img src=x onerror="window.__xss=1"> or <script>window.__xss=2</script> chats.'
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 def _row(seq: int, text: str, **kw: object) -> FactRow:

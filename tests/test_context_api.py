@@ -10,6 +10,7 @@ from pathlib import Path
 import longrun.context as context
 from longrun.context import FactStore, list_facts, recall, select_facts
 from longrun.context.facts import analyse
+from tests.support.pyast import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +70,7 @@ def test_list_facts_without_a_projection_says_so() -> None:
 
 def _imports(path: Path) -> set[str]:
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("longrun.context"):
             names |= {f"{node.module}.{a.name}" for a in node.names}
     return names

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.pyast import parse
+
 ROOT = Path(__file__).resolve().parents[1] / "longrun"
 
 
@@ -44,7 +46,7 @@ def graph() -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
     private: list[tuple[str, str, str]] = []
     for mod, path in mods.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _imports(parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 edges[mod] |= {a.name for a in node.names if a.name in mods}
                 continue

@@ -26,6 +26,8 @@ from ticketbot.model import TICKETBOT  # noqa: E402
 from ticketbot.start import release_notes  # noqa: E402
 from ticketbot.tools import TOOLS  # noqa: E402
 
+from tests.support.pyast import parse  # noqa: E402
+
 PROVIDERS = {"ticketbot": TICKETBOT}
 MODEL = "ticketbot:policy-v1"
 
@@ -176,7 +178,7 @@ def _code_lines(source: str) -> int:
     import tokenize
 
     docstrings: set[int] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):

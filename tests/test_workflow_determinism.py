@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import longrun.workflows
+from tests.support.pyast import parse
 
 WORKFLOW_DIR = Path(longrun.workflows.__file__).parent
 
@@ -42,7 +43,7 @@ def _dotted(node: ast.expr) -> str:
 def nondeterministic_uses(source: str) -> list[str]:
     """What `source` uses that would differ on replay, as `line: what`."""
     found: list[str] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -19,14 +19,14 @@ replaced.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TextIO, cast
+from typing import IO, Any, TextIO, TypeVar, cast
 
+import anyio
 import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -111,6 +111,24 @@ async def _list(server: McpServer, secrets: ServerSecrets, cwd: Path | None, err
                 return tools
 
 
+T = TypeVar("T")
+
+
+def _run_within(seconds: float, work: Callable[[], Awaitable[T]]) -> T:
+    """Run `work` in its own event loop, cancelled after `seconds` by an anyio scope.
+
+    Not `asyncio.wait_for`: its native `task.cancel()` can break into the SDK's shielded stdio
+    shutdown (close stdin, wait, kill the tree), which then leaves a live server process and an
+    unclosed subprocess transport behind (a `ResourceWarning` at some later garbage collection).
+    A timeout still raises `TimeoutError`, which `_describe` reads as "timed out"."""
+
+    async def bounded() -> T:
+        with anyio.fail_after(seconds):
+            return await work()
+
+    return anyio.run(bounded)
+
+
 def _page(cursor: str) -> Any:
     from mcp import types
 
@@ -125,7 +143,7 @@ def list_tools(server: McpServer, secrets: ServerSecrets, cwd: Path | None = Non
     """
     with _errlog(server) as errlog:
         try:
-            return asyncio.run(asyncio.wait_for(_list(server, secrets, cwd, errlog), server.timeout_seconds))
+            return _run_within(server.timeout_seconds, lambda: _list(server, secrets, cwd, errlog))
         except Exception as exc:
             raise McpUnavailable(f"MCP server {server.name!r} did not list its tools: {_describe(exc, secrets)}"
                                  f"{_stderr_tail(errlog, secrets)}") from None
@@ -162,7 +180,7 @@ def call_tool(server: McpServer, secrets: ServerSecrets, tool: str, arguments: d
 
     with _errlog(server) as errlog:
         try:
-            return asyncio.run(asyncio.wait_for(call(errlog), server.timeout_seconds))
+            return _run_within(server.timeout_seconds, lambda: call(errlog))
         except Exception as exc:
             if answer is not None:  # the answer arrived; only closing the connection failed
                 return answer
