@@ -36,6 +36,12 @@ def _current(*said: str | tuple[str, str]) -> list[str]:
     # a single-valued relation said again in another structure, with another end
     ("checkout-web routes to pay-v1", "| checkout-web | routes to | pay-v2 |"),
     ("pg-main-2 backs checkout-web", "| checkout-web | backed by | pg-main-4 |"),
+    # the same relation in other words: a record replaces the prose, a change replaces either
+    ("ledger-svc uses pg-main-2 as its primary store", "| ledger-svc | reads from | pg-main-4 |"),
+    ("requests for ledger-svc are routed to pay-v1", "ledger-svc now routes to pay-v2"),
+    ("ledger-svc reads from pg-main-2", "migration finished: ledger-svc reads from pg-main-4 from now on"),
+    ("| ledger-svc | routes to | pay-v1 |", "ledger-svc is now routed to pay-v2"),
+    ("pg-main-2 backs ledger-svc", "ledger-svc switched: it now reads from pg-main-4"),
 ])
 def test_a_later_line_in_another_structure_supersedes(old: str | tuple[str, str], new: str) -> None:
     assert _current(old, new) == [new]
@@ -50,6 +56,10 @@ def test_a_later_line_in_another_structure_supersedes(old: str | tuple[str, str]
     ("The codename for orders-api is KESTREL-12.", "We are calling payments-api HERON-7 now."),
     ("auth-svc calls billing-svc", "billing-svc codename: HERON-7"),
     ("checkout-web routes to pay-v1", "search-web routes to pay-v2 instead of pay-v0"),  # another old end
+    ("checkout-web routes to pay-v1", "checkout-web now also routes to ledger-v3"),  # a change that adds
+    ("checkout-web runs in eu-west-1", "checkout-web is now scheduled on k8s-east-3"),  # two relations
+    ("staging traffic for checkout-web is routed to pay-v1", "prod traffic for checkout-web now routes to pay-v2"),
+    ("checkout-web uses pg-main-2 as a cache", "checkout-web now reads from pg-main-4"),  # many-valued "uses"
 ])
 def test_look_alikes_about_other_things_both_stay(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)

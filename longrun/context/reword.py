@@ -9,7 +9,7 @@ overlapping: a false supersession loses a fact ("Conference spending ceiling" an
 ceiling" stay two), a missed one only keeps an old line beside the new.
 
 Also here: a rename that names both things, a line that names the value it replaces ("instead of
-B", `old_terms`), a record of a single-valued relation replacing its prose (`SINGLE`), and an
+B", `old_terms`), a single-valued relation re-pointed in other words (`relation`), and an
 override of a plan or decision (`overrides`): retention's last superseded values shown as current
 and its rejected-plan shape (issue 25).
 
@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from longrun.context import facts, fastre, kinds, valueslot
+from longrun.context import facts, fastre, kinds, relation, valueslot
 from longrun.context.facts import Unit
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def topic(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | No
 
 def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
     words = {w for w in u.words if w not in _MOVES}
+    cue = relation.cue(u)
     days = {w for w in words if w in kinds.DAYS}
     norm = {"~name" if w in _NAMING else facts.CANON.get(w, w) for w in words - days}
     names, held = facts.subjects(u), facts.held_values(u)
@@ -62,51 +63,26 @@ def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] 
             vkinds |= {"name"}  # "X codename: OLD-1" names X, as "We are calling X NEW-2 now" does
     elif naming and len(names) == 1:
         value, vkinds, names = names, frozenset({"name"}), frozenset()
-    elif len(names) == 2 and ((naming and not u.relation) or fastre.found(SINGLE, u.text)):
-        pair = _subject_and_target(u, names, naming)
+    elif len(names) == 2 and ((naming and not u.relation) or cue is not None):
+        pair = relation.subject_and_target(u, names, None if naming else cue)
         if pair is None:
             return None
         value, names = frozenset({pair[1]}), frozenset({pair[0]})
-        # a prose relation is found by a record of it ("| A | routes to | C |"), but replaces none
-        # itself: "A routes to C" after "A routes to B" may add a route (tests/test_context_ledger.py)
+        # a prose relation is found by a record of it ("| A | routes to | C |"), and replaces
+        # another prose line only as a change ("A now routes to C", `relation.repoints`)
         vkinds = frozenset({"name", "other"}) if naming else frozenset({"~prose"} | facts.value_kinds(value))
     else:
         return None
+    one_end = len(names) == 1 and len(held) == 1 and valueslot.identifiers(held, facts._IDENT, facts._NAME)
+    if cue is not None and not naming and len(names) == 1 and (not held or one_end):
+        # the relation, whatever its words, is what a line naming its two ends is about
+        said = relation.cue_words(cue) | relation.lead_words(u, next(iter(names)))
+        norm = {facts.CANON.get(w, w) for w in words - days
+                if w not in relation.FILLER and not any(s.startswith(w) for s in said)}
+        norm.add(relation.canonical(cue))
     if not norm:
         return None
     return frozenset(norm | names), frozenset(value), vkinds
-
-
-SINGLE = fastre.fold(re.compile(
-    r"\b(?:routes? to|routed to|forwards? to|proxies to|points? (?:to|at)|runs? (?:in|on)|hosted (?:in|on)"
-    r"|deployed (?:to|in|on)|scheduled on|lives? (?:in|on)|located (?:in|at)|owned by|maintained by|pinned to"
-    r"|mounted (?:at|on)|stored (?:in|at)|reads? from|publishes to|emits to|backed by|served by|backs|hosts)\b",
-    re.I,
-))
-"""Relations a thing has one of at a time (it routes to one place, runs on one cluster, is owned by
-one team): "A routes to B" says A's route is B, so a later "| A | routes to | C |" replaces it.
-Relations a thing may have many of (depends on, calls, uses, consumes) are not here: "A depends on
-B" and "A depends on C" are two facts."""
-_INVERSE = re.compile(r"backs|hosts", re.I)
-"""Relation words whose subject follows them ("B backs A": A's store)."""
-
-
-def _subject_and_target(u: Unit, names: frozenset[str], naming: bool) -> tuple[str, str] | None:
-    """(subject, target) of a line that names two things and says one of them of the other: in a
-    naming line ("We are calling X NEW-2 now", "X is known as NEW-2") and a single-valued relation
-    ("A routes to B") the first named is the subject; after an inverse relation word ("B backs A"),
-    the second. A bare arrow says no relation ("A -> B" may be one of A's many dependencies): none."""
-    low = u.text.lower()
-    first, second = sorted(names, key=lambda n: (low.find(n), n))
-    if low.find(first) < 0 or low.find(second) < 0:
-        return None
-    if not naming:
-        cue = SINGLE.search(u.text)
-        if cue is None or not (low.find(first) < cue.start() <= low.find(second)):
-            return None  # the relation word must stand between the two names
-        if _INVERSE.fullmatch(cue.group(0)):
-            first, second = second, first
-    return first, second
 
 
 _OLD = re.compile(
@@ -151,7 +127,11 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
     if e is None or i is None or e.unit.where != u.where:
         return None
     theirs = topic(e.unit)
-    if theirs is None or not (mine[2] & theirs[2]) or mine[1] <= theirs[1] or not facts.said_alike(u, e.unit):
+    if theirs is None or not (mine[2] & theirs[2]) or mine[1] <= theirs[1]:
+        return None
+    if any(w.startswith("~rel:") for w in mine[0]):  # one relation of one thing, in whatever words
+        return None if "~prose" in mine[2] and not relation.repoints(u, fastre.found(UPDATE, u.text)) else i
+    if not facts.said_alike(u, e.unit):
         return None
     if "~prose" in mine[2] or ("~prose" in theirs[2] and not facts.attribute_words(u) & facts.attribute_words(e.unit)):
         return None  # a prose relation's end is a value only for the same relation said in the same words
@@ -184,6 +164,8 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
     stay."""
     if u.source not in ("user", "agent") or not fastre.found(UPDATE, u.text):
         return None
+    if _relation_of(u) is not None and relation.adds(u):
+        return None  # "A now also routes to C" changes no earlier end
     mine = words_of(u)
     said = words_of(u, names=False)
     if not said:
@@ -195,6 +177,8 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         e = entries[i]
         if e is None or e.unit.source != u.source or _GROUP.get(e.unit.kind, "value") != group:
             continue
+        if _relation_of(u) is not None and _relation_of(e.unit) is not None:
+            continue  # two ends of relations: linked by their topics (`replaces`) or not at all
         theirs = words_of(e.unit)
         common = mine & theirs
         if not (common & said) or len(common) < MIN_SHARE * len(theirs):
@@ -213,6 +197,13 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         if best is None or score >= best[0]:
             best = (score, i)
     return best[1] if best else None
+
+
+def _relation_of(u: Unit) -> str | None:
+    """The canonical single-valued relation (`relation.canonical`) a line states between two
+    named ends, or None."""
+    mine = topic(u)
+    return next((w for w in mine[0] if w.startswith("~rel:")), None) if mine is not None else None
 
 
 def words_of(u: Unit, names: bool = True) -> frozenset[str]:
