@@ -91,3 +91,11 @@ def test_an_override_replaces_every_line_of_the_choice_it_overrides() -> None:
 ])
 def test_an_override_of_another_thing_replaces_nothing(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)
+
+
+def test_a_correction_of_one_things_route_keeps_the_route_that_ends_there() -> None:
+    """"B routes to D instead of C" corrects B's route; "A routes to B" shares the name B as its
+    end, not as its subject, and stays current (it was dropped as a second match)."""
+    said = [("agent", "pay-v1 routes to ledger-v2"), "checkout-web now routes to pay-v1",
+            "pay-v1 routes to ledger-v3 instead of ledger-v2"]
+    assert _current(*said) == said[1:]

@@ -293,6 +293,8 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
         if o.where != u.where and u.source != "tool" and o.source == "tool":
             continue
         shared = facts.subjects(o) & facts.subjects(u)
+        if shared and _other_subjects(u, o):
+            continue  # "B routes to C instead of D" corrects B's route, not "A routes to B"
         names = len(shared)
         shared_values = facts.held_values(o) & facts.held_values(u)
         if not (names or shared_values):
@@ -312,6 +314,13 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
         found.append((2 * names + len(same_attr) + 3 * len(shared_values | named_old), i))
     found.sort(key=lambda f: (-f[0], -f[1]))
     return [i for _, i in found]
+
+
+def _other_subjects(u: Unit, o: Unit) -> bool:
+    """Both lines state a single-valued relation (`reword.relation_and_subject`) of two different
+    things: the name they share is one's subject and the other's end."""
+    mine, theirs = reword.relation_and_subject(u), reword.relation_and_subject(o)
+    return mine is not None and theirs is not None and mine[1] != theirs[1]
 
 
 def _renames(u: Unit, o: Unit) -> bool:

@@ -97,6 +97,24 @@ def subject_and_target(u: Unit, names: frozenset[str], found: re.Match[str] | No
     return first, second
 
 
+def relation_and_subject(u: Unit, names: frozenset[str]) -> tuple[str, str] | None:
+    """(canonical relation, subject) of a line that states a single-valued relation with a named
+    end on each side of its cue, or None: the name nearest before the cue ("traffic for A is routed
+    to B", "A routes to C instead of B"), or after an inverse cue ("B backs A")."""
+    found = cue(u)
+    if found is None or len(names) < 2:
+        return None
+    low = u.text.lower()
+    at = {n: low.find(n) for n in names}
+    before = [n for n in names if 0 <= at[n] < found.start()]
+    after = [n for n in names if at[n] >= found.end()]
+    if not before or not after:
+        return None
+    if _INVERSE.fullmatch(found.group(0)):
+        return canonical(found), min(after, key=lambda n: (at[n], n))
+    return canonical(found), max(before, key=lambda n: (at[n], n))
+
+
 def adds(u: Unit) -> bool:
     """The line says it adds an end of a relation rather than changing it (`_ADDS`)."""
     return fastre.found(_ADDS, u.text)

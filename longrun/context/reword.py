@@ -202,8 +202,16 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
 def _relation_of(u: Unit) -> str | None:
     """The canonical single-valued relation (`relation.canonical`) a line states between two
     named ends, or None."""
-    mine = topic(u)
-    return next((w for w in mine[0] if w.startswith("~rel:")), None) if mine is not None else None
+    found = relation_and_subject(u)
+    return found[0] if found is not None else None
+
+
+def relation_and_subject(u: Unit) -> tuple[str, str] | None:
+    """(canonical relation, subject) of a line that states a single-valued relation between two
+    named ends ("A routes to B": ("~rel:route", "a")), or None."""
+    if "relation" not in u.memo:
+        u.memo["relation"] = relation.relation_and_subject(u, facts.subjects(u))
+    return u.memo["relation"]  # type: ignore[no-any-return]
 
 
 def words_of(u: Unit, names: bool = True) -> frozenset[str]:
