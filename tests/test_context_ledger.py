@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from longrun.context import Calibration, compact, index, layout, ledger, render_request
 from longrun.context import facts as facts_mod
 from longrun.context.state_block import OLDER_NOTES_KEY, notes_budget, parse_state_block, render_state_block
@@ -109,6 +111,18 @@ def test_near_identical_lines_collapse_with_a_count_and_dismissed_lines_go() -> 
     units.append(facts_mod.analyse("(unrelated) the staging port used to be 7000", "user"))
     entries = ledger.fold([], [u for u in units if not facts_mod.dismissed(u.text)])
     assert [e.render() for e in entries] == ["- (×5) CI run 4404 passed in 312s"]  # the latest, counted
+
+
+@pytest.mark.parametrize(("line", "dismissed"), [
+    ("the 2021 runbook says orders-api port 8080; that runbook is outdated", True),
+    ("the old wiki said orders-api runs 3 replicas, but that wiki is stale", True),
+    ("the stale wiki says orders-api listens on 8080", True),
+    ("the docs are out of date: orders-api listens on 9090 now", False),  # a correction of the docs
+    ("libfoo 1.2 is outdated; orders-api pins libfoo 1.4", False),  # a fact about libfoo
+    ("the runbook says orders-api port 8080. The staging note is stale.", False),  # two sentences
+])
+def test_a_line_quoting_a_source_it_calls_out_of_date_is_not_a_fact(line: str, dismissed: bool) -> None:
+    assert facts_mod.dismissed(line) is dismissed
 
 
 def test_short_results_are_quoted_whole_on_their_index_line() -> None:

@@ -122,9 +122,17 @@ CORRECTION = fastre.fold(re.compile(
 DISMISSED = fastre.fold(re.compile(
     r"\b(?:unrelated|off[- ]topic|irrelevant|not relevant|no longer relevant|disregard|ignore (?:this|that|the|my)"
     r"|obsolete|outdated note|stale note|for fun|just chatting|not for this project|other team'?s|not ours"
-    r"|different project|another project)\b",
+    r"|different project|another project"
+    r"|(?:runbook|docs?|documentation|wiki|page|notes?|readme|spreadsheet|diagram)s? (?:says|said|lists|listed|shows|showed"
+    r"|claims|claimed)\b(?:[^.\n]|\.(?=\S))*\b(?:outdated|out of date|stale|obsolete)"
+    r"|(?:outdated|out-of-date|stale) (?:runbook|docs?|documentation|wiki|page|notes?|readme|spreadsheet|diagram)s? (?:says|said"
+    r"|lists|listed|shows|showed|claims|claimed))\b",
     re.I,
 ))
+"""A line that says of itself it is unrelated or to be ignored, or quotes a source it calls out of
+date ("the 2021 runbook says X; that runbook is outdated", "the stale wiki says X"): not a fact.
+Neither a thing called outdated ("libfoo 1.2 is outdated" is a fact about libfoo) nor a correction
+of a stale source ("the docs are out of date: the port is 9090") is dismissed this way."""
 
 STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values"]
