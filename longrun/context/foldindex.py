@@ -20,6 +20,7 @@ Each answer is the one the scanning rules gave (tests/test_context_extraction_sn
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -293,7 +294,7 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
         if o.where != u.where and u.source != "tool" and o.source == "tool":
             continue
         shared = facts.subjects(o) & facts.subjects(u)
-        if shared and _other_subjects(u, o):
+        if shared and (_other_subjects(u, o) or _fields_of_others(shared, facts.subjects(u), facts.subjects(o))):
             continue  # "B routes to C instead of D" corrects B's route, not "A routes to B"
         names = len(shared)
         shared_values = facts.held_values(o) & facts.held_values(u)
@@ -321,6 +322,16 @@ def _other_subjects(u: Unit, o: Unit) -> bool:
     things: the name they share is one's subject and the other's end."""
     mine, theirs = reword.relation_and_subject(u), reword.relation_and_subject(o)
     return mine is not None and theirs is not None and mine[1] != theirs[1]
+
+
+_FIELD = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+"""A lowercase snake_case name: a field of a thing (schema_md5, retry_backoff, launch_date)."""
+
+
+def _fields_of_others(shared: frozenset[str], mine: frozenset[str], theirs: frozenset[str]) -> bool:
+    """The two lines share only field names, each of another thing: "pebble-auth schema_md5: A ->
+    B (final)" corrects pebble-auth's checksum, not "Set russet-scheduler.schema_md5=C"."""
+    return all(_FIELD.fullmatch(n) for n in shared) and bool(mine - shared) and bool(theirs - shared)
 
 
 def _renames(u: Unit, o: Unit) -> bool:
