@@ -60,6 +60,7 @@ def test_a_later_line_in_another_structure_supersedes(old: str | tuple[str, str]
     ("checkout-web runs in eu-west-1", "checkout-web is now scheduled on k8s-east-3"),  # two relations
     ("staging traffic for checkout-web is routed to pay-v1", "prod traffic for checkout-web now routes to pay-v2"),
     ("checkout-web uses pg-main-2 as a cache", "checkout-web now reads from pg-main-4"),  # many-valued "uses"
+    ("prod: checkout-web routes to pay-v1", "staging: checkout-web now routes to pay-v2"),  # a label that qualifies
     # a correction of one thing's field corrects no other thing's field of that name
     ("Set search-api.schema_md5=dd46304a6709a4bf", ("agent", "ledger-svc schema_md5: 0a1b2c3d4e5f -> 9f8e7d6c5b4a (final)")),
 ])

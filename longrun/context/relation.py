@@ -59,7 +59,17 @@ def lead_words(u: Unit, subject: str) -> set[str]:
     colon, at = low.find(":"), low.find(subject)
     if colon < 0 or at < 0 or colon > at:
         return set()
-    return set(_WORDS.findall(low[:colon]))
+    lead = set(_WORDS.findall(low[:colon]))
+    return lead if lead <= _ANNOUNCING else set()  # "staging: A routes to C" is about staging
+
+
+_ANNOUNCING = frozenset((
+    "cutover", "done", "update", "updated", "fyi", "note", "heads", "up", "migration", "finished", "complete",
+    "completed", "switched", "switch", "changed", "change", "status", "btw", "rollout", "shipped", "the", "a", "is",
+    "has", "been", "now", "just", "ok", "so", "and", "correction", "final", "live",
+))
+"""The words of a lead-in label that only announce the line ("cutover done:", "migration
+finished:", "update:"); a label with any other word ("staging:", "eu traffic:") qualifies it."""
 
 
 def cue(u: Unit) -> re.Match[str] | None:
