@@ -178,7 +178,11 @@ class NetPlan:
         done = subprocess.run([sys.executable, "-I", "-S", str(NETSETUP), str(pid), *self.blocked],
                               capture_output=True, text=True, timeout=SETUP_TIMEOUT, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
-            raise ToolError(f"the sandbox's network could not be set up: {done.stderr.strip() or done.returncode}")
+            # a sandbox that exited before its routes were added leaves no namespace to join (ENOENT
+            # on /proc/PID/ns/user): say so, its own error is on its stderr (seen once in CI, 2026-12-06)
+            ended = proc.poll()
+            gone = f" (the sandbox had already exited with status {ended})" if ended is not None else ""
+            raise ToolError(f"the sandbox's network could not be set up: {done.stderr.strip() or done.returncode}{gone}")
         os.write(self._go_w, b"1")
 
     def close(self) -> None:
