@@ -52,11 +52,13 @@ def topic(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | No
 
 def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
     words = {w for w in u.words if w not in _MOVES}
-    cue = relation.cue(u)
     days = {w for w in words if w in kinds.DAYS}
     norm = {"~name" if w in _NAMING else facts.CANON.get(w, w) for w in words - days}
     names, held = facts.subjects(u), facts.held_values(u)
     naming = "~name" in norm
+    # only a line naming one or two things can state a relation between two ends: the search is
+    # skipped for the others (every unit a compaction reads comes here once)
+    cue = relation.cue(u) if len(names) in (1, 2) else None
     if held or days:
         value, vkinds = held | days, frozenset(facts.value_kinds(held) | ({"date"} if days else set()))
         if naming and valueslot.identifiers(held, facts._IDENT, facts._NAME):
@@ -73,8 +75,8 @@ def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] 
         vkinds = frozenset({"name", "other"}) if naming else frozenset({"~prose"} | facts.value_kinds(value))
     else:
         return None
-    one_end = len(names) == 1 and len(held) == 1 and valueslot.identifiers(held, facts._IDENT, facts._NAME)
-    if cue is not None and not naming and len(names) == 1 and (not held or one_end):
+    if cue is not None and not naming and len(names) == 1 and (
+            not held or (len(held) == 1 and valueslot.identifiers(held, facts._IDENT, facts._NAME))):
         # the relation, whatever its words, is what a line naming its two ends is about
         said = relation.cue_words(cue) | relation.lead_words(u, next(iter(names)))
         norm = {facts.CANON.get(w, w) for w in words - days
