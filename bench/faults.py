@@ -144,6 +144,24 @@ class TemporalServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
+        """Start the server and wait until it, not another program, listens on its port.
+
+        A free port picked here can be taken by another stack (the tests run four at once) before
+        the server binds it. Then the server exits, and a plain connect would reach the other
+        program (seen in CI: an HTTP/2 GoAway from a Temporal HTTP port). So the first start takes
+        a fresh port and tries again; a restart after a kill keeps its port, the workers know it.
+        """
+        first = self.proc is None
+        for attempt in range(3):
+            if self._start_once():
+                return
+            if not first or attempt == 2:
+                break
+            self.port = _free_port()
+            self.address = f"127.0.0.1:{self.port}"
+        raise RuntimeError(f"temporal dev server did not listen on {self.address}; see {self.log}")
+
+    def _start_once(self) -> bool:
         binary = Path(sys.executable).parent / "temporal"
         argv = [str(binary if binary.exists() else shutil.which("temporal")), "server", "start-dev", "--headless",
                 "--db-filename", str(self.db), "--port", str(self.port), "--ip", "127.0.0.1", "--log-level", "error"]
@@ -151,14 +169,21 @@ class TemporalServer:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"temporal dev server exited; see {self.log}") from None
-                time.sleep(0.1)
-        raise RuntimeError(f"temporal dev server did not listen on {self.address}; see {self.log}")
+            if self.proc.poll() is not None:
+                return False
+            if self._listens():
+                return True
+            time.sleep(0.1)
+        self.stop()
+        return False
+
+    def _listens(self) -> bool:
+        assert self.proc is not None
+        try:
+            sockets = psutil.Process(self.proc.pid).net_connections(kind="tcp")
+        except psutil.Error:
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port for c in sockets)
 
     def kill9(self) -> int:
         assert self.proc is not None
