@@ -11,7 +11,10 @@ route). No outside address is ever contacted.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,3 +98,27 @@ def test_the_stack_hosts_the_worker_names_are_blocked_too() -> None:
 def test_without_a_user_mode_network_allow_network_is_refused_with_how_to_fix(ws: Path) -> None:
     reason = sandbox_net.network_unavailable(path="")
     assert reason is not None and "slirp4netns" in reason and "apt install slirp4netns" in reason
+
+
+@pytest.mark.timeout(60)
+def test_a_sandbox_that_ends_during_its_network_setup_is_told_apart_so_it_can_be_started_again(ws: Path) -> None:
+    """Once in CI the bwrap child was gone when its namespaces were joined (ENOENT on
+    /proc/PID/ns/user). The command had not run, so `execute` starts the sandbox once more; for
+    that the failure must say the sandbox itself ended, not that the network is broken."""
+    skip_unless("bwrap")
+    if (why := sandbox_net.network_unavailable()) is not None:
+        pytest.skip(f"no user-mode network on this machine: {why}")
+    policy = SandboxPolicy(mode="bwrap", allow_network=True)
+    net = sandbox_net.NetPlan("bwrap", policy)
+    try:
+        cmd = sb.bwrap_argv(["true"], ws, policy, net, ())
+        proc = subprocess.Popen(cmd, env=sb.minimal_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=net.pass_fds)
+        for fd in net.pass_fds:
+            os.close(fd)
+        os.killpg(proc.pid, signal.SIGKILL)  # the sandbox ends before its network is ready
+        proc.wait()
+        with pytest.raises(sandbox_net.SandboxEndedInSetup, match="could not be set up"):
+            net.start(proc)
+    finally:
+        net.close()

@@ -65,7 +65,7 @@ from longrun.tools.sandbox_layout import (
     unshare_argv,
     worker_homes,
 )
-from longrun.tools.sandbox_net import NetPlan, network_unavailable
+from longrun.tools.sandbox_net import NetPlan, SandboxEndedInSetup, network_unavailable
 
 SandboxMode = Literal["auto", "bwrap", "unshare", "none"]
 Backend = Literal["bwrap", "unshare", "none"]
@@ -80,6 +80,8 @@ __all__ = [
 PROBE_TIMEOUT = 20.0
 SETUP_FAILED = 125
 """Exit code of `sandbox_init.py` when it could not build the sandbox."""
+SETUP_ATTEMPTS = 2
+"""Starts of a sandbox that exited during its network setup: the command had not run, so once more is safe."""
 KEEP_BYTES = 1 << 20
 """Of each stream, what `execute` keeps by default (the rest is counted and dropped)."""
 
@@ -183,6 +185,17 @@ def execute(
     _check_program(argv, cwd)
     if policy.allow_network and backend != "none" and (why := network_unavailable()) is not None:
         raise SandboxUnavailable(why)
+    for attempt in range(SETUP_ATTEMPTS):
+        try:
+            return _execute_once(argv, cwd, policy, timeout, stdout, stderr, backend, keep_bytes, protect)
+        except SandboxEndedInSetup as exc:
+            if attempt == SETUP_ATTEMPTS - 1:
+                raise ToolError(str(exc)) from exc
+    raise AssertionError("unreachable")
+
+
+def _execute_once(argv: list[str], cwd: Path, policy: SandboxPolicy, timeout: float, stdout: IO[bytes],
+                  stderr: IO[bytes], backend: Backend, keep_bytes: int, protect: Sequence[Path]) -> Finished:
     prefix = limits.rlimit_prefix(policy, timeout)
     with contextlib.ExitStack() as stack:
         net = NetPlan(backend, policy) if policy.allow_network and backend != "none" else None
@@ -229,6 +242,12 @@ def execute(
         if net is not None:
             try:
                 net.start(proc)
+            except SandboxEndedInSetup as exc:
+                _kill_group(proc.pid)
+                proc.wait()
+                said = _said_so_far(proc.stderr)
+                raise SandboxEndedInSetup(f"{exc}{f'; it said: {said}' if said else ''}. The command did not run; "
+                                          "to run it without the network, drop `allow_network` from the run spec") from exc
             except (ToolError, OSError, subprocess.SubprocessError) as exc:
                 _kill_group(proc.pid)
                 proc.wait()
@@ -248,6 +267,16 @@ def execute(
             raise ToolError(f"the sandbox could not be set up, so the command did not run: {said.strip()}")
     return Finished(code=code, timed_out=timed_out, backend=backend, stdout_bytes=out.total, stderr_bytes=err.total,
                     oom_killed=oom)
+
+
+def _said_so_far(pipe: IO[bytes], limit: int = 2000) -> str:
+    """What an ended sandbox wrote to its stderr, without waiting on a writer that is still there."""
+    os.set_blocking(pipe.fileno(), False)
+    try:
+        data = os.read(pipe.fileno(), limit)
+    except (BlockingIOError, OSError):
+        return ""
+    return data.decode("utf-8", "replace").strip()
 
 
 def _kill_group(pgid: int) -> None:

@@ -100,12 +100,20 @@ def _subnet(blocked: list[str]) -> str:
     return next((c for c in SLIRP_CIDRS if not any(n.overlaps(ipaddress.ip_network(c)) for n in nets)), SLIRP_CIDRS[0])
 
 
-def _wait_readable(fd: int, proc: subprocess.Popen[bytes], what: str) -> None:
+class SandboxEndedInSetup(ToolError):
+    """The sandbox itself exited while its network was being set up, before the command ran.
+
+    Nothing ran, so the caller may start the sandbox once more (seen once in CI under load: the
+    bwrap child was gone when its namespaces were joined)."""
+
+
+def _wait_readable(fd: int, proc: subprocess.Popen[bytes], what: str, sandbox: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + SETUP_TIMEOUT
     while not select.select([fd], [], [], 0.2)[0]:
         if proc.poll() is not None:
-            raise ToolError(f"the sandbox's network could not be set up: {what} ended first (exit code "
-                            f"{proc.returncode})")
+            kind = SandboxEndedInSetup if sandbox.poll() is not None else ToolError
+            raise kind(f"the sandbox's network could not be set up: {what} ended first (exit code "
+                       f"{proc.returncode})")
         if time.monotonic() > deadline:
             raise ToolError(f"the sandbox's network could not be set up: no answer from {what} in {SETUP_TIMEOUT:g} s")
 
@@ -140,13 +148,13 @@ class NetPlan:
         return {"net_ready_fd": info_w, "net_go_fd": go_r}
 
     def _sandbox_pid(self, proc: subprocess.Popen[bytes]) -> int:
-        _wait_readable(self._info_r, proc, self.backend)
+        _wait_readable(self._info_r, proc, self.backend, proc)
         if self.backend == "unshare":
             os.read(self._info_r, 1)
             return proc.pid  # `unshare` itself lives in the namespaces it made
         data = b""
         while b"}" not in data:
-            _wait_readable(self._info_r, proc, self.backend)
+            _wait_readable(self._info_r, proc, self.backend, proc)
             chunk = os.read(self._info_r, 4096)
             if not chunk:
                 break
@@ -154,13 +162,19 @@ class NetPlan:
         try:
             return int(json.loads(data.decode())["child-pid"])
         except (ValueError, KeyError) as exc:
-            raise ToolError(f"the sandbox's network could not be set up: bwrap said {data[:200]!r}") from exc
+            said = f"the sandbox's network could not be set up: bwrap said {data[:200]!r}"
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)  # an info pipe at its end: bwrap is exiting
+            if proc.returncode is not None:
+                raise SandboxEndedInSetup(f"{said} and exited with status {proc.returncode}") from exc
+            raise ToolError(said) from exc
 
     def start(self, proc: subprocess.Popen[bytes]) -> None:
         """Attach slirp4netns to the sandbox, blackhole what it may not reach, then let the command start.
 
         Raises:
-            ToolError: any step failed (the caller ends the sandbox; the command never ran).
+            SandboxEndedInSetup: the sandbox exited first (the caller may start it once more).
+            ToolError: any other step failed (the caller ends the sandbox; the command never ran).
         """
         pid = self._sandbox_pid(proc)
         ready_r, ready_w = self._pipe()
@@ -174,15 +188,16 @@ class NetPlan:
         os.close(exit_r)
         os.close(ready_w)
         self._fds.remove(ready_w)
-        _wait_readable(ready_r, self._slirp, "slirp4netns")
+        _wait_readable(ready_r, self._slirp, "slirp4netns", proc)
         done = subprocess.run([sys.executable, "-I", "-S", str(NETSETUP), str(pid), *self.blocked],
                               capture_output=True, text=True, timeout=SETUP_TIMEOUT, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             # a sandbox that exited before its routes were added leaves no namespace to join (ENOENT
             # on /proc/PID/ns/user): say so, its own error is on its stderr (seen once in CI, 2026-12-06)
-            ended = proc.poll()
-            gone = f" (the sandbox had already exited with status {ended})" if ended is not None else ""
-            raise ToolError(f"the sandbox's network could not be set up: {done.stderr.strip() or done.returncode}{gone}")
+            said = f"the sandbox's network could not be set up: {done.stderr.strip() or done.returncode}"
+            if (ended := proc.poll()) is not None:
+                raise SandboxEndedInSetup(f"{said} (the sandbox had already exited with status {ended})")
+            raise ToolError(said)
         os.write(self._go_w, b"1")
 
     def close(self) -> None:
