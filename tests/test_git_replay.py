@@ -1,5 +1,6 @@
-"""A run on a git workspace replays: its history (the `git-change-sets` patch, the
-`open_change_set` activity, an approved edit committed on the run's branch) replays against
+"""A run on a git workspace replays: its history (the `start-run` patch, whose activity opens the
+change set; before it, the `git-change-sets` patch and the `open_change_set` activity; an approved
+edit committed on the run's branch) replays against
 AgentRunWorkflow and holds no file content, no commit id and no path of the worktree (the worktree,
 branch and commits live in git and the audit, not in Temporal).
 `tests/histories/agent_run_git_change_set.json` is such a history, written by this test with
@@ -44,12 +45,16 @@ async def test_a_git_change_set_run_replays_and_its_history_holds_no_git_detail(
     if os.environ.get("LONGRUN_RECORD_HISTORIES"):
         STORED.write_text(fresh.to_json())
     text = decoded_history(fresh)
-    assert "git-change-sets" in text and "longrun.open_change_set" in text
+    # the change set is opened by `start_run` (the `start-run` patch); the stored history is of
+    # the shape before it, with its own `open_change_set` activity, and replays below too
+    assert "start-run" in text and "longrun.start_run" in text and "longrun.open_change_set" not in text
     commit = next(r.event for r in store.audit(run_id) if isinstance(r.event, ChangeCommitted)).commit
     for detail in (commit, commit[:12], "worktrees", "hello there"):
         assert detail not in text, f"{detail!r} is in the workflow history"
     histories = [fresh]
     if STORED.exists():
-        histories.append(WorkflowHistory.from_json(STORED.stem, json.loads(STORED.read_text())))
+        stored = WorkflowHistory.from_json(STORED.stem, json.loads(STORED.read_text()))
+        assert "longrun.open_change_set" in decoded_history(stored)
+        histories.append(stored)
     for history in histories:
         await replayer(AgentRunWorkflow).replay_workflow(history)

@@ -13,6 +13,8 @@ checks that a 10 kB instruction given through `say` left no part of itself in th
 `agent_run_signed_decisions.json` (written by `record_signed_history` with the same variable) has
 every kind of signed decision: an approval with edited arguments, a rejection through
 `reject_approval` (`workflow.patched("signed-decisions")`), a scope used once and one revoked.
+`agent_run_start_run.json` is `record_history`'s run after `START_RUN_PATCH`: each generation
+starts with one `start_run` activity (the others call `load_run` and `record_run_tools`).
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from longrun.activities.decisions import DecisionActivities
 from longrun.activities.fused import FusedActivities
 from longrun.activities.mcp import McpActivities
 from longrun.activities.notify import NotifyActivities
-from longrun.activities.run_tools import RunToolsActivities
+from longrun.activities.start import StartActivities
 
 
 class AgentActivities(FusedActivities, ChildActivities, BudgetActivities, DecisionActivities, NotifyActivities, McpActivities,
-                      RunToolsActivities, Activities):
+                      StartActivities, Activities):
     """Every activity of the run workflow, sharing one set of dependencies. `Activities` comes
     last: its declarations are what the implementations before it override (and mypy checks)."""
 

@@ -53,6 +53,7 @@ from longrun.models.io import (
     RunToolResult,
     RunToolsResult,
     ScopeGrantInput,
+    StartRunInput,
     StateBrief,
     SteerInput,
     SteerResult,
@@ -86,6 +87,12 @@ class Activities:
     @declare(names.LOAD_RUN)
     def load_run(self, inp: RunRef) -> LoadRunResult:
         """The run's spec fields the workflow needs, and its head state."""
+        _declared()
+
+    @declare(names.START_RUN)
+    def start_run(self, inp: StartRunInput) -> LoadRunResult:
+        """`load_run`, then what a run without MCP servers does next in the same call: record its
+        tool list and, at its first start, open its change set (one activity, not three)."""
         _declared()
 
     @declare(names.RECONCILE)

@@ -144,6 +144,19 @@ class LoadRunResult(_IO):
     mcp_listing_needed: bool = Field(
         default=False, description="the spec names MCP servers whose tools this run has not listed yet"
     )
+    tools_recorded: bool = Field(
+        default=False, description="`start_run` recorded the run's tool list (or found it): no `record_run_tools`"
+    )
+    change_set_done: bool = Field(
+        default=False, description="`start_run` opened the run's change set, or found none to open"
+    )
+
+
+class StartRunInput(_IO):
+    """What `start_run` needs: the run, and whether this is its first start (not a later generation)."""
+
+    run_id: str
+    first_start: bool = False
 
 
 class RunToolsResult(_IO):

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         ModelCallResult,
         RunCursor,
         RunRef,
+        StartRunInput,
         StateBrief,
         SteerInput,
         TurnInput,
@@ -65,11 +66,14 @@ CHANGE_SET_PATCH = "git-change-sets"
 LEDGER_TOKEN_CAP_PATCH = "ledger-token-cap"
 """The token cap is checked by the turn activity from the spend ledger (outcome `cap`), no longer
 from `cursor.usage`, which misses an answer replayed after a crash."""
+START_RUN_PATCH = "start-run"
+"""A generation starts with one `start_run` activity where it called `load_run`, `record_run_tools`
+and, at the first start, `open_change_set` (activities/start.py)."""
 MAX_OVERFLOW_RETRIES = 3
 
 __all__ = [
     "CHANGE_SET_PATCH", "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "LEDGER_TOKEN_CAP_PATCH",
-    "STAGE_BOUNDARY_PATCH", "WORKFLOW_NAME",
+    "STAGE_BOUNDARY_PATCH", "START_RUN_PATCH", "WORKFLOW_NAME",
     "AgentRunLoop",
 ]
 
@@ -103,15 +107,22 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
     # ------------------------------------------------------------------ run
     async def _run(self) -> AgentRunResult:
         try:
-            self.spec = await self._act(Activities.load_run, RunRef(run_id=self.run_id))
+            first_start = self.cursor.started_at is None
+            if workflow.patched(START_RUN_PATCH):
+                self.spec = await self._act(Activities.start_run, StartRunInput(run_id=self.run_id, first_start=first_start),
+                                            opt.OPEN_CHANGE_SET if first_start else opt.DEFAULT)
+            else:
+                self.spec = await self._act(Activities.load_run, RunRef(run_id=self.run_id))
             self.fused = self._use_fused_turn()
             self._set_state(self.spec.state)
             await self._list_mcp_tools()
-            await self._record_tools()
+            if not self.spec.tools_recorded:
+                await self._record_tools()
             self._resume_notifications()
-            if self.cursor.started_at is None:
+            if first_start:
                 self.cursor.started_at = workflow.now()
-                await self._open_change_set()
+                if not self.spec.change_set_done:
+                    await self._open_change_set()
             while True:
                 await self._turn_boundary()
                 await (self._turn() if self.fused else self._stepwise_turn())
