@@ -102,3 +102,12 @@ def test_a_correction_of_one_things_route_keeps_the_route_that_ends_there() -> N
     said = [("agent", "pay-v1 routes to ledger-v2"), "checkout-web now routes to pay-v1",
             "pay-v1 routes to ledger-v3 instead of ledger-v2"]
     assert _current(*said) == said[1:]
+
+
+def test_a_correction_of_one_things_store_keeps_the_store_line_that_names_it_inside_its_cue() -> None:
+    """The same, said with "uses B as its primary store", whose end stands inside the cue: the
+    correction of pg-main-2's own store must not drop checkout-web's line (it did: the line was
+    not read as a relation of checkout-web, so the guard did not see it)."""
+    said = [("agent", "pg-main-2 uses disk-a as its primary store"), "checkout-web now uses pg-main-2 as its primary store",
+            "pg-main-2 uses disk-b as its primary store instead of disk-a"]
+    assert _current(*said) == said[1:]

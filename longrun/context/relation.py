@@ -109,15 +109,16 @@ def subject_and_target(u: Unit, names: frozenset[str], found: re.Match[str] | No
 
 def relation_and_subject(u: Unit, names: frozenset[str]) -> tuple[str, str] | None:
     """(canonical relation, subject) of a line that states a single-valued relation with a named
-    end on each side of its cue, or None: the name nearest before the cue ("traffic for A is routed
-    to B", "A routes to C instead of B"), or after an inverse cue ("B backs A")."""
+    end on each side of its cue (or inside it: "A uses B as its primary store"), or None: the name
+    nearest before the cue ("traffic for A is routed to B", "A routes to C instead of B"), or after
+    an inverse cue ("B backs A"). Agrees with `subject_and_target` on which name is the subject."""
     found = cue(u)
     if found is None or len(names) < 2:
         return None
     low = u.text.lower()
     at = {n: low.find(n) for n in names}
     before = [n for n in names if 0 <= at[n] < found.start()]
-    after = [n for n in names if at[n] >= found.end()]
+    after = [n for n in names if at[n] > found.start()]  # the end may stand inside the cue ("uses B as its ...")
     if not before or not after:
         return None
     if _INVERSE.fullmatch(found.group(0)):
