@@ -18,6 +18,7 @@ from temporalio.client import WorkflowHistory
 from longrun.models.audit import ChangeCommitted
 from longrun.models.spec import RunSpec
 from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.base import SHAPE_PATCH
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
 from tests.test_git_changeset import approve_all, make_repo
@@ -47,7 +48,7 @@ async def test_a_git_change_set_run_replays_and_its_history_holds_no_git_detail(
     text = decoded_history(fresh)
     # the change set is opened by `start_run` (the `start-run` patch); the stored history is of
     # the shape before it, with its own `open_change_set` activity, and replays below too
-    assert "start-run" in text and "longrun.start_run" in text and "longrun.open_change_set" not in text
+    assert SHAPE_PATCH in text and "longrun.start_run" in text and "longrun.open_change_set" not in text
     commit = next(r.event for r in store.audit(run_id) if isinstance(r.event, ChangeCommitted)).commit
     for detail in (commit, commit[:12], "worktrees", "hello there"):
         assert detail not in text, f"{detail!r} is in the workflow history"

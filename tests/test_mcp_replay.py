@@ -15,6 +15,7 @@ from temporalio.client import WorkflowHistory
 from longrun.client import decide
 from longrun.models.spec import RunSpec
 from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.base import SHAPE_PATCH
 from tests.support.harness import running_worker
 from tests.support.mcp_policy import McpAgent
 from tests.support.mcp_servers import stdio_config, worker_settings
@@ -47,7 +48,7 @@ async def test_an_mcp_run_replays_and_its_history_holds_no_server_text(store, te
     if os.environ.get("LONGRUN_RECORD_HISTORIES"):
         STORED.write_text(fresh.to_json())
     text = decoded_history(fresh)
-    assert "mcp-tools" in text and "longrun.list_mcp_tools" in text
+    assert SHAPE_PATCH in text and "longrun.list_mcp_tools" in text
     for server_text in ("Open a ticket in the tracker", "Log lines that contain", "connection refused (pool exhausted)",
                         "ticket T-1 opened"):
         assert server_text not in text, f"{server_text!r} is in the workflow history"

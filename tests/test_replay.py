@@ -15,6 +15,7 @@ every kind of signed decision: an approval with edited arguments, a rejection th
 `reject_approval` (`workflow.patched("signed-decisions")`), a scope used once and one revoked.
 `agent_run_start_run.json` is `record_history`'s run after `START_RUN_PATCH`: each generation
 starts with one `start_run` activity (the others call `load_run` and `record_run_tools`).
+`agent_run_shape.json` is the same run after `SHAPE_PATCH`: one patch marker for all of them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from longrun.client import decide
 from longrun.client import runs as client_runs
 from longrun.models.spec import RunSpec
 from longrun.workflows.agent_run import AgentRunWorkflow
+from longrun.workflows.base import SHAPE_PATCH
 from longrun.workflows.runner import workflow_runner
 from tests.support.changed_workflow import ChangedAgentRunWorkflow
 from tests.support.harness import running_worker
@@ -108,8 +110,13 @@ async def test_recorded_histories_replay_and_a_changed_workflow_is_rejected(stor
         HISTORIES.mkdir(exist_ok=True)
         (HISTORIES / "agent_run_stage_boundary.json").write_text(fresh.to_json())
     text = decoded_history(fresh)
-    assert "stage-boundary-from-results" in text and "stage_boundary" in text, "the boundary's patch and compaction"
+    assert SHAPE_PATCH in text and "stage_boundary" in text, "the shape's patch (the boundary's among them) and compaction"
     assert "instruction_id" in text, "the say update is in the history, by id"
+    events = json.loads(fresh.to_json())["events"]
+    kinds = [e["eventType"] for e in events]
+    # one patch marker and one search-attribute upsert for the whole shape, not one per patch
+    assert kinds.count("EVENT_TYPE_MARKER_RECORDED") == 1, kinds
+    assert kinds.count("EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES") == 1, kinds
     leaked = [i for i in range(0, len(INSTRUCTION) - 24, 24) if INSTRUCTION[i:i + 24] in text]
     assert leaked == [], f"{len(leaked)} pieces of the instruction are in the workflow history"
     stored = [
@@ -161,7 +168,7 @@ async def test_signed_decisions_replay_and_carry_no_secret(store, temporal_clien
     if os.environ.get("LONGRUN_RECORD_HISTORIES"):
         (HISTORIES / "agent_run_signed_decisions.json").write_text(fresh.to_json())
     text = decoded_history(fresh)
-    assert "signed-decisions" in text, "the rejection went through the verifying activity"
+    assert SHAPE_PATCH in text and "longrun.reject_approval" in text, "the rejection went through the verifying activity"
     assert '"signature"' in text and "longrun.decision" in text and "longrun.scope" in text
     assert "PRIVATE KEY" not in text, "a proof carries a signature, never a key"
     await replayer(AgentRunWorkflow).replay_workflow(fresh)

@@ -99,7 +99,7 @@ class ApprovalsMixin(NotificationsMixin):
         except TimeoutError:
             if self.deciding:
                 # an answer arrived just before the expiry and is being written: let it land
-                if workflow.patched(GRANT_FAILURE_PATCH):
+                if self._patched(GRANT_FAILURE_PATCH):
                     await workflow.wait_condition(
                         lambda: self.decision is not None or self.cancel_requested or not self.deciding
                     )
@@ -168,9 +168,9 @@ class ApprovalsMixin(NotificationsMixin):
             action_hash=pending.action_hash, tool=pending.tool, approved_at=now,
             expires_at=now + timedelta(seconds=ttl), proof=inp.proof, state_version=pending.state_version,
             call=call, edit_id=inp.edit_id,
-            requested_at=pending.requested_at if workflow.patched(APPROVAL_WAIT_PATCH) else None,
+            requested_at=pending.requested_at if self._patched(APPROVAL_WAIT_PATCH) else None,
         )
-        if not workflow.patched(GRANT_FAILURE_PATCH):
+        if not self._patched(GRANT_FAILURE_PATCH):
             self._set_state(await self._act(Activities.grant_approval, grant))
         else:
             try:
@@ -235,15 +235,15 @@ class ApprovalsMixin(NotificationsMixin):
         self.deciding = True
         pending = self.pending
         rejected = ApprovalRejected(approval_id=pending.approval_id, approver=inp.approver, reason=inp.reason)
-        if not workflow.patched(GRANT_FAILURE_PATCH):
+        if not self._patched(GRANT_FAILURE_PATCH):
             await self._record(rejected)
         else:
             try:
-                if workflow.patched(SIGNED_DECISIONS_PATCH):
+                if self._patched(SIGNED_DECISIONS_PATCH):
                     await self._act(Activities.reject_approval, RejectApprovalInput(
                         run_id=self.run_id, approval_id=pending.approval_id, approver=inp.approver,
                         action_hash=pending.action_hash, reason=inp.reason, proof=inp.proof,
-                        requested_at=pending.requested_at if workflow.patched(APPROVAL_WAIT_PATCH) else None),
+                        requested_at=pending.requested_at if self._patched(APPROVAL_WAIT_PATCH) else None),
                         opt.GRANT)
                 else:
                     await self._act(Activities.record_event, self._event_input(rejected), opt.GRANT)

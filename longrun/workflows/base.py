@@ -37,6 +37,24 @@ only once it is in the audit: before, a client that saw it while its record was 
 could not open it (`approval()`: no such request). Histories recorded before this showed it at once."""
 
 
+SHAPE_PATCH = "shape-2026-12"
+"""One patch marker for every patch of `SHAPE_COVERS`, evaluated first thing in a run of the
+workflow (`AgentRunLoop.__init__`). Why: each patch a run reaches writes a marker and an upsert of
+the `TemporalChangeVersion` search attribute (a visibility write on the server), so a generation
+of a new run wrote about eight of each before this, where one says the same. A history without
+this marker (recorded before it, or a run in flight when the worker was upgraded: its first
+workflow task replays without it, and the SDK keeps that answer for the whole run) asks each
+patch on its own, as before."""
+
+SHAPE_COVERS = frozenset((
+    "request-audited-first", "final-report-turn", "fused-turn", "git-change-sets", "ledger-token-cap", "start-run",
+    "key-revocation-ends-scopes", "stage-boundary-from-results", "compaction-failure-goes-on", "mcp-tools", "run-tools",
+    "budget-wait", "grant-failure-leaves-request-open", "signed-decisions", "approval-wait-telemetry", "notifications",
+))
+"""The patches that `SHAPE_PATCH` stands for: every one that existed when it was made. A later
+patch is asked on its own (a run with the shape marker does not have it)."""
+
+
 class Stop(Exception):
     """Ends the loop with a final status (raised inside the workflow only)."""
 
@@ -66,6 +84,14 @@ class RunBase:
     compact_requested: bool
     reason: str
     children: list[str]
+    shaped: bool = False
+    """This run of the workflow has `SHAPE_PATCH` (set in `AgentRunLoop.__init__`)."""
+
+    def _patched(self, patch_id: str) -> bool:
+        """`workflow.patched(patch_id)`, answered by `SHAPE_PATCH` for the patches it covers."""
+        if self.shaped and patch_id in SHAPE_COVERS:
+            return True
+        return workflow.patched(patch_id)
 
     async def _act(
         self, declaration: Callable[[Activities, In], R], arg: In, options: opt.ActivityOptions = opt.DEFAULT
@@ -79,7 +105,7 @@ class RunBase:
     async def _record_request(self, event: AuditEvent) -> None:
         """Audit the request just set as `self.pending`, hidden from queries and decisions until
         the record is written (histories from before `REQUEST_AUDITED_FIRST_PATCH`: shown at once)."""
-        if not workflow.patched(REQUEST_AUDITED_FIRST_PATCH):
+        if not self._patched(REQUEST_AUDITED_FIRST_PATCH):
             await self._record(event)
             return
         self.request_unaudited = True

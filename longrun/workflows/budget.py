@@ -42,7 +42,7 @@ class BudgetMixin(NotificationsMixin):
     async def _budget_stop(self, check: BudgetCheck) -> None:
         """The turn activity found the budget reached (or impossible to hold): wait for a raise,
         or end the run."""
-        workflow.patched(BUDGET_PATCH)
+        self._patched(BUDGET_PATCH)
         if check.refusal:
             raise Stop(RunStatus.failed, check.refusal)
         if check.root_run_id != self.run_id:
@@ -86,7 +86,7 @@ class BudgetMixin(NotificationsMixin):
         """Warn once per budget when the family has spent 80% of it."""
         if check is None or not check.warn or self.cursor.budget_warned_usd == check.limit_usd:
             return
-        if not workflow.patched(BUDGET_PATCH):
+        if not self._patched(BUDGET_PATCH):
             return
         self.cursor.budget_warned_usd = check.limit_usd
         await self._record(BudgetWarning(spent_usd=check.spent_usd, limit_usd=check.limit_usd))

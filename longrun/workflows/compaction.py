@@ -35,7 +35,7 @@ class CompactionMixin(RunBase):
     def _stage_boundary(self, calls: list[ToolCallRef], results: list[ToolResultRef]) -> bool:
         """Whether the turn's commit asks for a stage-boundary compaction: a `complete_stage`
         that succeeded this turn, or a boundary deferred from an earlier commit."""
-        if not workflow.patched(STAGE_BOUNDARY_PATCH):
+        if not self._patched(STAGE_BOUNDARY_PATCH):
             return any(call.name == "complete_stage" for call in calls)
         done = any(r.tool == "complete_stage" and not r.is_error for r in results)
         return done or self.cursor.stage_boundary_deferred
@@ -44,7 +44,7 @@ class CompactionMixin(RunBase):
         """After a commit: a stage boundary it asked for but that fired nothing (`should_compact`
         holds every trigger but the hard limit on the turn right after a compaction) is asked
         again by the next commit; one that fired a compaction is served, whatever its outcome."""
-        if workflow.patched(STAGE_BOUNDARY_PATCH):
+        if self._patched(STAGE_BOUNDARY_PATCH):
             self.cursor.stage_boundary_deferred = commit.stage_boundary and trigger is None
 
     async def _compact(self, turn: int, trigger: Trigger, budget: int | None = None) -> None:
@@ -57,7 +57,7 @@ class CompactionMixin(RunBase):
                 opt.COMPACT,
             )
         except ActivityError as err:
-            if is_cancelled_exception(err) or not workflow.patched(COMPACTION_FAILURE_PATCH):
+            if is_cancelled_exception(err) or not self._patched(COMPACTION_FAILURE_PATCH):
                 raise
             await self._compaction_failed(trigger, err)
             return

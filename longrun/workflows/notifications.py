@@ -62,7 +62,7 @@ class NotificationsMixin(RunBase):
     def _notify(self, event: NotifyEvent, *, approval_id: str | None = None) -> None:
         """Start telling every webhook of the run about `event`; returns at once."""
         webhooks = self.spec.webhooks if self.spec else []
-        if not webhooks or not workflow.patched(NOTIFICATIONS_PATCH):
+        if not webhooks or not self._patched(NOTIFICATIONS_PATCH):
             return
         delivery_id = str(workflow.uuid4())
         for name in webhooks:
@@ -110,7 +110,7 @@ class NotificationsMixin(RunBase):
     def _resume_notifications(self) -> None:
         """Start again the deliveries the previous run of the workflow handed over."""
         carried, self.cursor.notifications = self.cursor.notifications, []
-        if carried and workflow.patched(NOTIFICATIONS_PATCH):
+        if carried and self._patched(NOTIFICATIONS_PATCH):
             for inp in carried:
                 self._deliver(inp)
 

@@ -85,7 +85,7 @@ class ScopesMixin(RunBase):
     async def signing_keys_revoked(self) -> None:
         """A key was revoked: end the scopes it signed, now rather than at their next use (where
         the gate refuses them anyway, so a run that finishes meanwhile loses nothing)."""
-        if self.status.finished or not workflow.patched(KEY_REVOCATION_PATCH):
+        if self.status.finished or not self._patched(KEY_REVOCATION_PATCH):
             return
         try:
             ended = await self._act(Activities.end_revoked_scopes, RunRef(run_id=self.run_id), opt.DEFAULT)

@@ -55,7 +55,7 @@ class ToolCallsMixin(ApprovalsMixin):
     async def _list_mcp_tools(self) -> None:
         """Once per run, before its first turn: its MCP servers' tools into Postgres (the
         workflow keeps only the listing's state version; the tools' text never enters history)."""
-        if self.spec is None or not self.spec.mcp_listing_needed or not workflow.patched(MCP_TOOLS_PATCH):
+        if self.spec is None or not self.spec.mcp_listing_needed or not self._patched(MCP_TOOLS_PATCH):
             return
         listed = await self._act(Activities.list_mcp_tools, RunRef(run_id=self.run_id), opt.RUN_TOOL)
         self._set_state(listed.state)
@@ -63,7 +63,7 @@ class ToolCallsMixin(ApprovalsMixin):
     async def _record_tools(self) -> None:
         """Each generation, after the MCP listing: the run's tool list into Postgres (recorded once;
         a later generation finds its hash in the state), so every worker holds the run to it."""
-        if not workflow.patched(RUN_TOOLS_PATCH):
+        if not self._patched(RUN_TOOLS_PATCH):
             return
         recorded = await self._act(Activities.record_run_tools, RunRef(run_id=self.run_id))
         self._set_state(recorded.state)

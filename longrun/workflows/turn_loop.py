@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from longrun.models.run import RunStatus
     from longrun.workflows import options as opt
     from longrun.workflows.approvals import GRANT_FAILURE_PATCH
-    from longrun.workflows.base import Stop
+    from longrun.workflows.base import SHAPE_PATCH, Stop
     from longrun.workflows.budget import BudgetMixin
     from longrun.workflows.compaction import COMPACTION_FAILURE_PATCH, STAGE_BOUNDARY_PATCH, CompactionMixin
     from longrun.workflows.controls import ControlsMixin
@@ -82,6 +82,7 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
     """Everything `AgentRunWorkflow` does; the workflow class only declares it to Temporal."""
 
     def __init__(self, inp: AgentRunInput) -> None:
+        self.shaped = workflow.patched(SHAPE_PATCH)  # first, before any handler asks a patch
         self.run_id = inp.run_id
         self.cursor = inp.cursor.model_copy(deep=True) if inp.cursor else RunCursor()
         self.status = RunStatus.paused if self.cursor.paused else RunStatus.running
@@ -108,7 +109,7 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
     async def _run(self) -> AgentRunResult:
         try:
             first_start = self.cursor.started_at is None
-            if workflow.patched(START_RUN_PATCH):
+            if self._patched(START_RUN_PATCH):
                 self.spec = await self._act(Activities.start_run, StartRunInput(run_id=self.run_id, first_start=first_start),
                                             opt.OPEN_CHANGE_SET if first_start else opt.DEFAULT)
             else:
@@ -177,7 +178,7 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
             if self.state.next_action == "stop":
                 # one last turn for the agent's final report (runs recorded before this change
                 # stopped at once: the patch keeps their histories replaying)
-                if self.final_turn_taken or not workflow.patched(FINAL_REPORT_PATCH):
+                if self.final_turn_taken or not self._patched(FINAL_REPORT_PATCH):
                     raise Stop(RunStatus.completed, "the agent set next_action to stop")
                 self.final_turn_taken = True
             self.reason = ""
@@ -192,7 +193,7 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
         if caps is None:
             return
         c = self.cursor
-        in_memory = not (self.fused and workflow.patched(LEDGER_TOKEN_CAP_PATCH))
+        in_memory = not (self.fused and self._patched(LEDGER_TOKEN_CAP_PATCH))
         used = c.usage.total_input + c.usage.output_tokens
         elapsed = (workflow.now() - c.started_at).total_seconds() if c.started_at else 0
         for hit, what in (
@@ -377,7 +378,7 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
             except ActivityError:
                 workflow.logger.warning("run %s ends without its last turn's results committed", self.run_id)
         self.uncommitted = None
-        if workflow.patched(GRANT_FAILURE_PATCH):
+        if self._patched(GRANT_FAILURE_PATCH):
             # an answer still being written (a grant retrying) lands or fails before the run ends,
             # so its approver hears which
             await workflow.wait_condition(workflow.all_handlers_finished)
@@ -394,13 +395,13 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
         """At the run's first start only: a git workspace gets the run's own branch and worktree
         (an activity decides and creates them; a run started before this change keeps editing in
         place, and so does its every later generation)."""
-        if workflow.patched(CHANGE_SET_PATCH):
+        if self._patched(CHANGE_SET_PATCH):
             await self._act(Activities.open_change_set, RunRef(run_id=self.run_id), opt.OPEN_CHANGE_SET)
 
     def _use_fused_turn(self) -> bool:
         """The fused shape, except when replaying a history recorded before it (the benchmark
         overrides this to measure the stepwise shape beside it)."""
-        return workflow.patched(FUSED_TURN_PATCH)
+        return self._patched(FUSED_TURN_PATCH)
 
     def _should_continue_as_new(self) -> bool:
         every = self.spec.continue_as_new_every if self.spec else 50
