@@ -17,6 +17,7 @@ import pytest
 from longrun.mcp.registry import listing_sha256
 from longrun.models.blocks import ToolResultBlock
 from longrun.models.spec import RunSpec
+from longrun.workflows.base import SHAPE_PATCH
 from tests.support.harness import running_worker
 from tests.support.mcp_policy import McpAgent
 from tests.support.mcp_servers import http_config, http_server, stdio_config, worker_settings
@@ -78,5 +79,5 @@ async def test_mcp_server_secrets_never_reach_the_model_transcript_or_audit(
     assert "environment: " in local and " MCP_TEST_SECRET " in local
     assert "LONGRUN_TEST_MCP" not in local, "the stdio server gets what its configuration names, not the worker's environment"
     history_text = stored["workflow history"]
-    assert "mcp-tools" in history_text, "the run listed its tools behind the patch"
+    assert SHAPE_PATCH in history_text and "longrun.list_mcp_tools" in history_text, "the run listed its tools behind the patch"
     assert "Say which credentials this server runs with" not in history_text, "descriptions stay in Postgres"
