@@ -13,8 +13,9 @@ at 100 concurrent runs of a few turns these were a fifth of all activities (benc
   the first start, the change set is opened (idempotent too), each as its own activity did it, in
   the same read scope.
 
-The workflow calls it behind `workflow.patched("start-run")`; histories recorded before keep
-calling the three (longrun.workflows.turn_loop).
+The workflow calls it behind the `start-run` patch (which a new run's `shape-2026-12` marker
+answers for, longrun.workflows.base); histories recorded before keep calling the three
+(longrun.workflows.turn_loop).
 """
 
 from __future__ import annotations
