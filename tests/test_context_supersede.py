@@ -111,3 +111,30 @@ def test_a_correction_of_one_things_store_keeps_the_store_line_that_names_it_ins
     said = [("agent", "pg-main-2 uses disk-a as its primary store"), "checkout-web now uses pg-main-2 as its primary store",
             "pg-main-2 uses disk-b as its primary store instead of disk-a"]
     assert _current(*said) == said[1:]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("JIRA-4412 status: In Progress", "JIRA-4412 moved to Done"),
+    ("JIRA-4412 is in progress", "JIRA-4412 is done"),
+    ("| JIRA-4412 | In Progress |", "| JIRA-4412 | Done |"),
+    ("JIRA-4412 → In Review", "JIRA-4412 status: Done"),
+    (("agent", "PAY-88: blocked"), "PAY-88 is unblocked and in review"),
+    ("- PAY-88 todo", "Moved PAY-88 from todo to in progress"),
+])
+def test_a_work_items_later_state_supersedes_its_earlier_one_in_any_words(old: str | tuple[str, str], new: str) -> None:
+    """A ticket is in one state at a time (`workstate`): these held no value, so nothing linked
+    them and both read as current (issue 25's held-out "work-item states")."""
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    ("JIRA-4412 is done", "JIRA-4413 is in progress"),  # another item
+    ("JIRA-4412 is done", "JIRA-4412 was in progress for a week"),  # its history
+    ("JIRA-4412 is in progress", "Is JIRA-4412 done?"),  # a question
+    ("JIRA-4412 is done", "JIRA-4412 is not blocked"),  # a negation
+    ("JIRA-4412 is in progress", "JIRA-4412 blocked on PAY-88"),  # two things named
+    ("JIRA-4412 is in review", "JIRA-4412 done in staging, prod still open"),  # two states, no move
+    ("JIRA-4412 is in review", "JIRA-4412 will be done once QA signs off"),  # a plan
+])
+def test_a_line_that_is_not_a_work_items_state_now_replaces_none(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from longrun.context import facts, fastre, kinds, relation, valueslot
+from longrun.context import facts, fastre, kinds, relation, valueslot, workstate
 from longrun.context.facts import Unit
 
 if TYPE_CHECKING:
@@ -59,6 +59,9 @@ def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] 
     # only a line naming one or two things can state a relation between two ends: the search is
     # skipped for the others (every unit a compaction reads comes here once)
     cue = relation.cue(u) if len(names) in (1, 2) else None
+    state = workstate.state_of(u) if len(names) == 1 and not held and not days else None
+    if state is not None:  # "JIRA-4412 moved to Done": the item's one state, whatever the words
+        return frozenset({state[0], "~state"}), frozenset({state[1]}), frozenset({"~state"})
     if held or days:
         value, vkinds = held | days, frozenset(facts.value_kinds(held) | ({"date"} if days else set()))
         if naming and valueslot.identifiers(held, facts._IDENT, facts._NAME):
@@ -131,6 +134,8 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
     theirs = topic(e.unit)
     if theirs is None or not (mine[2] & theirs[2]) or mine[1] <= theirs[1]:
         return None
+    if "~state" in mine[2]:  # a work item's one state (`workstate`), in whatever words
+        return i
     if any(w.startswith("~rel:") for w in mine[0]):  # one relation of one thing, in whatever words
         return None if "~prose" in mine[2] and not relation.repoints(u, fastre.found(UPDATE, u.text)) else i
     if not facts.said_alike(u, e.unit):
