@@ -138,3 +138,22 @@ def test_a_work_items_later_state_supersedes_its_earlier_one_in_any_words(old: s
 ])
 def test_a_line_that_is_not_a_work_items_state_now_replaces_none(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("p95 latency target 250ms", "we tightened the p95 latency target to 200ms"),
+    ("Staging cluster has 6 nodes.", "Scaled staging cluster to 9 nodes."),
+    ("rate limit is 500 rpm", "rate limit increased to 900 rpm"),
+])
+def test_a_number_said_to_change_by_its_verb_supersedes(old: str, new: str) -> None:
+    """"tightened", "scaled", "increased" only say a value changed, as "moved" does (`reword._MOVES`)."""
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    ("the deadline is Thursday", "should we move the deadline to Friday?"),  # it replaced the deadline
+    ("rate limit is 500 rpm", "should we raise the rate limit to 800 rpm?"),
+    ("Staging cluster has 6 nodes.", "We scaled the prod cluster to 9 nodes."),  # another cluster
+])
+def test_a_question_or_another_things_change_replaces_nothing(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)

@@ -34,7 +34,11 @@ _NAMING = frozenset(("name", "nam", "codename", "codenam", "call", "calle", "ren
 """Stems of the words that say what a thing is called ("codename", "we are calling it", "renamed
 to"): one synonym group, so a rename in other words supersedes the old name."""
 _MOVES = frozenset(("mov", "move", "chang", "set", "updat", "push", "pushe", "bump", "shift", "switch", "reschedul",
-                    "slip", "slipp", "forward", "rotat", "rotate", "go", "goe", "went"))
+                    "slip", "slipp", "forward", "rotat", "rotate", "go", "goe", "went",
+                    # verbs that say a number changed ("raised to 800 rpm", "scaled to 9 nodes"); not
+                    # "lower" or "cut", which are also what a thing is ("lower limit", "cut-over")
+                    "rais", "raise", "increas", "decreas", "reduc", "tighten", "relax", "scal", "scale", "doubl",
+                    "halv", "extend", "shorten"))
 """Stems of verbs that only say a value changed ("moved the deadline to Friday"): not part of
 what the line is about."""
 
@@ -125,7 +129,7 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
     must be equal, not merely overlap, so "Conference spending ceiling" and "Project spending
     ceiling" stay two facts."""
     mine = topic(u)
-    if mine is None:
+    if mine is None or asks(u):
         return None
     i = by_topic.get(mine[0])
     e = entries[i] if i is not None else None
@@ -169,7 +173,7 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
     `MIN_SHARE` of its topic words (synonyms made one); the line whose shared words fewest other
     lines say wins (each shared word counts 1/the lines that say it), the latest on a tie. Without an update cue nothing is linked this way: two lines that merely look alike both
     stay."""
-    if u.source not in ("user", "agent") or not fastre.found(UPDATE, u.text):
+    if u.source not in ("user", "agent") or not fastre.found(UPDATE, u.text) or asks(u):
         return None
     if _relation_of(u) is not None and relation.adds(u):
         return None  # "A now also routes to C" changes no earlier end
@@ -204,6 +208,12 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         if best is None or score >= best[0]:
             best = (score, i)
     return best[1] if best else None
+
+
+def asks(u: Unit) -> bool:
+    """The line is a question ("should we move the deadline to Friday?"): it proposes, it does not
+    change, so it replaces nothing (it had replaced the deadline it asked about)."""
+    return u.text.rstrip().endswith("?")
 
 
 def _relation_of(u: Unit) -> str | None:
