@@ -23,23 +23,13 @@ TURNS = 5
 
 
 async def _activities(client, run_id: str) -> list[list[str]]:
-    """The activity names each generation of the run scheduled, first generation first."""
+    """The activity names each generation of the run scheduled."""
     out = []
     async for wf in client.list_workflows(f"WorkflowId = '{run_id}'"):
-        handle = client.get_workflow_handle(run_id, run_id=wf.run_id)
-        events = [e async for e in handle.fetch_history_events()]
-        started = events[0].workflow_execution_started_event_attributes
-        names = [e.activity_task_scheduled_event_attributes.activity_type.name for e in events
-                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
-        out.append((started.continued_execution_run_id, wf.run_id, names))
-    order, ids = [], {prev for prev, _, _ in out}
-    current = next(r for _, r, _ in out if r not in ids) if out else None  # the last generation
-    by_id = {r: (prev, names) for prev, r, names in out}
-    while current:
-        prev, names = by_id[current]
-        order.insert(0, names)
-        current = prev or None
-    return order
+        events = [e async for e in client.get_workflow_handle(run_id, run_id=wf.run_id).fetch_history_events()]
+        out.append([e.activity_task_scheduled_event_attributes.activity_type.name for e in events
+                    if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED])
+    return out
 
 
 async def test_each_generation_starts_with_one_activity_and_the_tool_list_is_recorded_once(store, temporal_client,
