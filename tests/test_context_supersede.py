@@ -157,3 +157,55 @@ def test_a_number_said_to_change_by_its_verb_supersedes(old: str, new: str) -> N
 ])
 def test_a_question_or_another_things_change_replaces_nothing(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Max batch size = 64", "batch size bumped to 128"),
+    ("Budget cap is $956 total.", "Budget cap raised to $1200."),
+    ("Target release date: 2026-03-01", "Release date slipped to 2026-03-15"),
+    ("Warm pool: 12 instances", "We doubled the warm pool to 24 instances."),
+])
+def test_a_value_said_to_change_in_fewer_words_supersedes(old: str, new: str) -> None:
+    """A number-change verb (`reword.CHANGED_BY`) is an update cue for a line that states a value:
+    the earlier line may say more of the thing ("Max", "total", "Target") than the change does."""
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    # another qualifier right before the word both say: two things, whatever the update cue
+    ("Conference spending ceiling is $5000", "Project spending ceiling raised to $9000"),
+    ("Conference spending ceiling is $5000", "Project spending ceiling is now $9000"),
+    ("The staging cluster has 12 nodes", "The prod cluster now has 20 nodes"),
+    ("Frontend deploy freeze lasts 3 days", "Backend deploy freeze extended to 5 days"),
+    # a number-change verb without a new value, or beside a line without one, replaces nothing
+    ("Error rate is 2%", "Errors increased after the deploy."),
+    ("Latency p50 is 120ms", "Traffic increased 40% this week"),
+    ("Keep the release notes short", "We reduced the release to 3 services"),
+])
+def test_a_change_of_another_thing_or_without_a_value_replaces_nothing(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a quantity with a unit glued on is a value (512Mi, 75F), and a number with thousands one value
+    ("Memory limit 512Mi", "memory limit bumped to 1Gi"),
+    ("Temperature threshold is 75F", "Lower the temperature threshold to 70F"),
+    ("The contract value is $120,000.", "Correction: the contract value should be $135,000."),
+    # a word and its abbreviation are one attribute; a correction says it changes what was said
+    ("The database port is 5432.", "Update: db port -> 6432"),
+    ("The database port is 5432.", "Ignore what I said about the database port, it's 6432."),
+    # after attribute words alone, an identifier is the attribute's value, not a subject
+    ("Region: us-east-1", "We migrated to eu-west-1 last night; region is eu-west-1 going forward."),
+    ("Node version 18", "We upgraded Node to version 20"),
+])
+def test_a_value_in_another_form_supersedes(old: str, new: str) -> None:
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    ("Blocked: T-14", "Blocked: T-15"),  # after a label an identifier stays the subject
+    ("Keep spend under $300 a day", "Daily spend is now $250"),  # a value never replaces a rule
+    ("The staging db has 16 GB", "Correction: the prod db has 32 GB"),  # another qualifier
+])
+def test_a_value_of_another_thing_or_a_rule_stays(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)

@@ -53,7 +53,9 @@ _VALUE = fastre.Folded(re.compile(
     r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"                      # hashes, commit ids
     r"|\b\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?\b"                # dates (re.I: T, Z; lowercase for fastre)
     r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                  # IPv4 (and port)
-    r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps)(?!\w)"  # quantities
+    r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])"               # 120,000: one number, not two
+    r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps|rpm)(?!\w)"  # quantities
+    r"|\b\d+(?:\.\d+)?(?:°?[cf]|ki|mi|gi|ti|k|x)(?!\w)"         # 512Mi, 75F, 30°C, 10k, 2x (no space)
     r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
     r"|\b\d+\b"                                               # plain numbers
     r"|\"[^\"\n]{1,120}\"|`[^`\n]{1,120}`|(?<!\w)'[^'\n]{2,80}'(?!\w)",  # quoted values
@@ -344,10 +346,14 @@ def _head_says_of_a_subject(head: str, sep: str, span: tuple[int, int]) -> bool:
     follows `KEY=` always is; before a colon, `is` or a table row's last cell, the head must name a
     subject and say something of it (a content word or an attribute name). After a label
     ("Blocked: T-14", "Next up: MIG-7") or a bare name ("orders-api: pg-main-3") the identifier
-    stays a subject, and two such lines stay two facts."""
+    stays a subject, and two such lines stay two facts. After attribute words alone ("Region:
+    us-east-1", "The cluster is k8s-east-3": each word one of `SYNONYMS`) it is the attribute's
+    value, as after `region=`, so a later region replaces it."""
     if sep == "=":
         return True
     _, names, words, *_ = _analysis(head)
+    if not names and words and all(w in _CANON for w in words):
+        return True
     return bool(_subjects_of(names)) and bool(words or names & ATTRIBUTE_NAMES or any(attribute_key(n) for n in names))
 
 
@@ -407,6 +413,13 @@ SYNONYMS = {
     "backoff": ("backoff", "retry", "backs", "back"),
     "timeout": ("timeout", "times", "timed", "time"),
     "date": ("date", "launch", "launches", "deadline", "due", "live", "goes", "ships", "cutover"),
+    # a word and its abbreviation ("db port", "the database port")
+    "database": ("database", "db"),
+    "environment": ("environment", "env"),
+    "repository": ("repository", "repo"),
+    "production": ("production", "prod"),
+    "maximum": ("maximum", "max"),
+    "minimum": ("minimum", "min"),
 }
 """Attribute words of software-project facts that name the same thing ("pages @x" and "on-call
 handle is @y"): a correction that says it one way replaces the line that said it the other."""

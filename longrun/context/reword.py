@@ -38,7 +38,7 @@ _MOVES = frozenset(("mov", "move", "chang", "set", "updat", "push", "pushe", "bu
                     # verbs that say a number changed ("raised to 800 rpm", "scaled to 9 nodes"); not
                     # "lower" or "cut", which are also what a thing is ("lower limit", "cut-over")
                     "rais", "raise", "increas", "decreas", "reduc", "tighten", "relax", "scal", "scale", "doubl",
-                    "halv", "extend", "shorten"))
+                    "halv", "extend", "shorten", "upgrad", "downgrad", "migrat"))
 """Stems of verbs that only say a value changed ("moved the deadline to Friday"): not part of
 what the line is about."""
 
@@ -151,7 +151,9 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
 
 _UPDATE = re.compile(
     r"\b(?:now|new|newly|chang\w*|moved?|switch(?:ed)?|rotated|from now on|going forward|henceforth|no longer"
-    r"|instead|updated?|revised|retired|replac\w*|previous(?:ly)?|formerly|rebased)\b",
+    r"|instead|updated?|revised|retired|replac\w*|previous(?:ly)?|formerly|rebased"
+    # a correction says it changes what was said ("ignore what I said about the port, it's 6432")
+    r"|correction|corrected|scratch that|make that|i meant|i said|should (?:be|read))\b",
     re.I,
 )
 UPDATE = fastre.fold(_UPDATE)
@@ -159,6 +161,14 @@ UPDATE = fastre.fold(_UPDATE)
 "rotated", "from now on"): it may replace an earlier line said in other words (`updates`).
 Searched as `fastre.Folded` (the same answers, without IGNORECASE's cost on every unit a fold
 reads, issue 25); `words_of` asks the pattern itself (`_UPDATE.fullmatch`) of single words."""
+CHANGED_BY = fastre.fold(re.compile(
+    r"\b(?:bumped|raised|lowered|increased|decreased|reduced|doubled|halved|tripled|extended|shortened|slipped"
+    r"|tightened|relaxed|scaled|pushed (?:back|out)|upgraded|downgraded|migrated)\b"
+    # the imperative that sets a number ("Lower the threshold to 70F"), at the start of the line
+    r"|^(?:please )?(?:lower|raise|increase|decrease|reduce|cut|bump|double|halve|extend|shorten)\b", re.I))
+"""Verbs that say a number or a date changed ("batch size bumped to 128", "release date slipped to
+March 15"): an update cue only for a line that states a value, replacing a line that held one of
+the same kind ("errors increased after the deploy" says no new error rate, so it replaces none)."""
 _GROUP = {"value": "value", "status": "value", "rule": "rule", "preference": "preference", "decision": "decision"}
 MIN_SHARE = 0.2
 """Of the earlier line's topic words, the share an update must say too (at least one)."""
@@ -173,7 +183,11 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
     `MIN_SHARE` of its topic words (synonyms made one); the line whose shared words fewest other
     lines say wins (each shared word counts 1/the lines that say it), the latest on a tie. Without an update cue nothing is linked this way: two lines that merely look alike both
     stay."""
-    if u.source not in ("user", "agent") or not fastre.found(UPDATE, u.text) or asks(u):
+    if u.source not in ("user", "agent") or asks(u):
+        return None
+    held = facts.held_values(u)
+    by_number = not fastre.found(UPDATE, u.text)
+    if by_number and not (held and fastre.found(CHANGED_BY, u.text)):
         return None
     if _relation_of(u) is not None and relation.adds(u):
         return None  # "A now also routes to C" changes no earlier end
@@ -182,11 +196,15 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
     if not said:
         return None
     group = _GROUP.get(u.kind, "value")
-    held, subjects = facts.held_values(u), facts.subjects(u)
+    # a value said to hold from now on ("region is eu-west-1 going forward") reads as a standing
+    # instruction, a rule; it still updates the value it changes (never a value a rule: "spent $300
+    # today" does not replace "never exceed $500 a day")
+    groups = {group, "value"} if group == "rule" and held and standing_only(u.text) else {group}
+    subjects = facts.subjects(u)
     best: tuple[float, int] | None = None
     for i in sorted({i for w in mine for i in near.get(w, ())}):
         e = entries[i]
-        if e is None or e.unit.source != u.source or _GROUP.get(e.unit.kind, "value") != group:
+        if e is None or e.unit.source != u.source or _GROUP.get(e.unit.kind, "value") not in groups:
             continue
         if _relation_of(u) is not None and _relation_of(e.unit) is not None:
             continue  # two ends of relations: linked by their topics (`replaces`) or not at all
@@ -195,12 +213,16 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         if not (common & said) or len(common) < MIN_SHARE * len(theirs):
             continue  # a word of its own must match, not only the name both are about
         old_held, old_subjects = facts.held_values(e.unit), facts.subjects(e.unit)
+        if by_number and not old_held:
+            continue  # said to change by a number-change verb: it replaces a line that held a value
         if held and old_held and (not (_kinds_of(u) & _kinds_of(e.unit)) or held <= old_held):
             continue
         if held and not old_held and not _kinds_of(e.unit) and len(common & said) < 2:
             continue  # a new date or number does not replace a line that holds none on one shared word
         if subjects and old_subjects and not subjects & old_subjects:
             continue  # two lines about different things (T-14 and T-15, billing-svc and auth-svc)
+        if held and old_held and qualified_apart(u, e.unit, common):
+            continue  # "Project spending ceiling" does not update "Conference spending ceiling"
         # a word many lines say (ceiling, week) tells less about which line this one updates than
         # one only this line says (trip): "New ceiling for trip costs" updates the trip expenses,
         # not the conference ceiling beside them
@@ -208,6 +230,54 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         if best is None or score >= best[0]:
             best = (score, i)
     return best[1] if best else None
+
+
+_STANDING = re.compile(r"from now on|going forward|henceforth|until further notice|from here on", re.I)
+
+
+def standing_only(text: str) -> bool:
+    """Every rule cue of the line (`kinds.RULE`) only says it holds from now on: no never, must,
+    cap or limit."""
+    cues = [m.group() for m in kinds.RULE.finditer(text)]
+    return bool(cues) and all(_STANDING.fullmatch(c) for c in cues)
+
+
+def qualified_apart(u: Unit, o: Unit, common: frozenset[str]) -> bool:
+    """Each line puts another qualifier right before a word both say: "Project spending ceiling
+    raised to $9000" and "Conference spending ceiling is $5000", "the prod cluster" and "the
+    staging cluster" are about two things. A qualifier is a content word that neither line shares
+    and that is no move or update verb; a line that says the shared word first ("batch size bumped
+    to 128" after "Max batch size = 64") qualifies nothing. Asked of two lines that both hold a
+    value: without one, the word before may be the value itself ("British spelling", then
+    "American spelling")."""
+    mine, theirs = _before_words(u), _before_words(o)
+    return any(a != b and a not in theirs and b not in mine
+               for w in common if (a := mine.get(w)) and (b := theirs.get(w)))
+
+
+def _before_words(u: Unit) -> dict[str, str]:
+    """Stem of each word of the line -> the stem of the content word right before its first
+    occurrence in its phrase ("" when the word before is none, a stopword, a move or update verb,
+    or across a punctuation mark: "GOAL STATE: Development" does not qualify development),
+    memoised with the unit's analysis."""
+    if "before" not in u.memo:
+        out: dict[str, str] = {}
+        prev = ""
+        for m in _TOKEN.finditer(u.text.lower()):
+            tok = m.group()
+            if not tok[0].isalpha():  # a qualifier stands right before its word, in the same phrase
+                prev = ""
+                continue
+            w = facts.CANON.get(stem := facts._stem(tok), stem)  # synonyms made one, as `words_of` does
+            out.setdefault(w, prev if prev != w else "")
+            content = tok not in facts.STOPWORDS and stem not in _MOVES and not _UPDATE.fullmatch(tok)
+            prev = w if content else ""
+        u.memo["before"] = out
+    return u.memo["before"]  # type: ignore[no-any-return]
+
+
+_TOKEN = re.compile(r"[a-z][a-z']+|[^\sa-z]")
+"""A word (`facts._WORD`) or a character that is none (a digit, a punctuation mark)."""
 
 
 def asks(u: Unit) -> bool:

@@ -16,8 +16,8 @@ _KINDS = (
     ("ip", re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")),
     ("path", re.compile(r"/")),
     ("version", re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$")),
-    ("quantity", re.compile(r"^\d+(?:[.,]\d+)?\s?[a-z%]+$", re.I)),
-    ("number", re.compile(r"^\d+(?:[.,]\d+)?$")),
+    ("quantity", re.compile(r"^\d+(?:[.,]\d+)?\s?°?[a-z%]+$", re.I)),
+    ("number", re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^\d+(?:[.,]\d+)?$")),
 )
 
 
