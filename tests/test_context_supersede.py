@@ -209,3 +209,25 @@ def test_a_value_in_another_form_supersedes(old: str, new: str) -> None:
 ])
 def test_a_value_of_another_thing_or_a_rule_stays(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Status of BUG-9: investigating", "BUG-9 fixed in v2.3.1"),  # a version beside the state says where
+    ("PAY-88 is in review", "PAY-88 deployed on 2026-03-02"),
+    ("PROJ-12 assigned to @kim", "PROJ-12 reassigned to @lee"),  # one assignee, in the owner group
+])
+def test_a_work_items_state_or_assignee_with_a_version_or_date_beside_it_supersedes(old: str, new: str) -> None:
+    assert _current(old, new) == [new]
+
+
+def test_a_version_with_a_v_is_one_value_not_a_name_and_a_number() -> None:
+    u = facts.analyse("Upgrade the client to v2.3.1", "user")
+    assert u.values == {"v2.3.1"} and not u.names
+
+
+@pytest.mark.parametrize("pair", [
+    ("BUG-9 fixed in v2.3.1", "BUG-10 is in review"),  # two items
+    ("PAY-88 is in review", "PAY-88 retry budget is 3"),  # a number is what the line states, not a state
+])
+def test_another_items_state_or_a_value_beside_a_state_replaces_nothing(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)

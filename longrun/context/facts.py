@@ -46,16 +46,16 @@ _HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b")
 that starts with a letter is not a name."""
 _PATH = re.compile(r"(?<![\w-])~?/?(?:[\w.-]+/)+[\w.-]+/?")
 """Paths with a slash: names (what a fact is about), so two files' facts never share a key."""
-_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[A-Za-z]+\d+[A-Za-z0-9]*\b")
+_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b(?![vV]\d+\.\d)[A-Za-z]+\d+[A-Za-z0-9]*\b")
 """billing-svc, PARAM_alpha_7, T-14, eu-west-2, node7: names, taken before numbers so that the
-digits of an identifier are not read as its value."""
+digits of an identifier are not read as its value; not a version's "v2" of v2.3.1 (a value)."""
 _VALUE = fastre.Folded(re.compile(
     r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"                      # hashes, commit ids
     r"|\b\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?\b"                # dates (re.I: T, Z; lowercase for fastre)
     r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                  # IPv4 (and port)
     r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])"               # 120,000: one number, not two
     r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps|rpm)(?!\w)"  # quantities
-    r"|\b\d+(?:\.\d+)?(?:°?[cf]|ki|mi|gi|ti|k|x)(?!\w)"         # 512Mi, 75F, 30°C, 10k, 2x (no space)
+    r"|(?<![\w-])\d+(?:\.\d+)?(?:°?[cf]|ki|mi|gi|ti|k|x)(?![\w-])"  # 512Mi, 75F, 30°C, 10k, 2x (no space; not in a uuid)
     r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
     r"|\b\d+\b"                                               # plain numbers
     r"|\"[^\"\n]{1,120}\"|`[^`\n]{1,120}`|(?<!\w)'[^'\n]{2,80}'(?!\w)",  # quoted values
@@ -399,7 +399,8 @@ _SUFFIX_OF = {"g": "ing", "d": "ed", "r": "er"}
 
 
 SYNONYMS = {
-    "owner": ("owner", "own", "owns", "owned", "maintainer", "maintain", "maintained", "steward"),
+    "owner": ("owner", "own", "owns", "owned", "maintainer", "maintain", "maintained", "steward", "assignee",
+              "assigned", "reassigned"),
     "oncall": ("oncall", "on-call", "page", "pages", "paged", "pager", "handle", "escalation", "rota"),
     "endpoint": ("endpoint", "url", "reachable", "address", "host", "hostname", "base", "uri", "webhook", "ip", "resolves"),
     "where": ("region", "zone", "cluster", "deploy", "deployed", "run", "runs", "hosted", "located", "lives"),
@@ -413,19 +414,18 @@ SYNONYMS = {
     "backoff": ("backoff", "retry", "backs", "back"),
     "timeout": ("timeout", "times", "timed", "time"),
     "date": ("date", "launch", "launches", "deadline", "due", "live", "goes", "ships", "cutover"),
-    # a word and its abbreviation ("db port", "the database port")
-    "database": ("database", "db"),
-    "environment": ("environment", "env"),
-    "repository": ("repository", "repo"),
-    "production": ("production", "prod"),
-    "maximum": ("maximum", "max"),
-    "minimum": ("minimum", "min"),
 }
 """Attribute words of software-project facts that name the same thing ("pages @x" and "on-call
 handle is @y"): a correction that says it one way replaces the line that said it the other."""
 _CANON = {form: group for group, words in SYNONYMS.items() for w in words for form in (w, _stem(w))}
-CANON = _CANON
-"""A word or its stem -> its synonym group (`reword` normalises topics with it)."""
+ABBREVIATIONS = {"database": ("database", "db"), "environment": ("environment", "env"),
+                 "repository": ("repository", "repo"), "production": ("production", "prod"),
+                 "maximum": ("maximum", "max"), "minimum": ("minimum", "min")}
+"""A word and its abbreviation ("db port", "the database port"): one word when a topic is
+compared (`CANON`), not attribute words (`SYNONYMS`), so `orders_db` or `get_env` stays a name."""
+CANON = {**{form: group for group, words in ABBREVIATIONS.items() for w in words for form in (w, _stem(w))}, **_CANON}
+"""A word or its stem -> its synonym group or its word unabbreviated (`reword` normalises topics
+with it)."""
 
 
 def attributes(u: Unit) -> set[str]:

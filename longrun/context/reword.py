@@ -63,7 +63,7 @@ def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] 
     # only a line naming one or two things can state a relation between two ends: the search is
     # skipped for the others (every unit a compaction reads comes here once)
     cue = relation.cue(u) if len(names) in (1, 2) else None
-    state = workstate.state_of(u) if len(names) == 1 and not held and not days else None
+    state = workstate.state_of(u) if len(names) == 1 and workstate.incidental(held) and not days else None
     if state is not None:  # "JIRA-4412 moved to Done": the item's one state, whatever the words
         return frozenset({state[0], "~state"}), frozenset({state[1]}), frozenset({"~state"})
     if held or days:

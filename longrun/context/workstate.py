@@ -33,8 +33,8 @@ _STATE_WORDS = {
     "done": "done", "completed": "done", "complete": "done", "finished": "done",
     "blocked": "blocked", "on hold": "on hold", "paused": "on hold",
     "todo": "todo", "to do": "todo", "to-do": "todo", "backlog": "todo",
-    "open": "open", "reopened": "open",
-    "closed": "closed", "resolved": "closed", "merged": "merged", "shipped": "shipped", "released": "shipped",
+    "open": "open", "reopened": "open", "investigating": "in progress",
+    "closed": "closed", "resolved": "closed", "fixed": "closed", "merged": "merged", "shipped": "shipped", "released": "shipped", "deployed": "shipped",
     "cancelled": "cancelled", "canceled": "cancelled", "won't fix": "cancelled", "wontfix": "cancelled",
 }
 STATES = re.compile(r"(?<![\w-])(?:" + "|".join(sorted((re.escape(w) for w in _STATE_WORDS), key=len, reverse=True))
@@ -48,9 +48,16 @@ condition, a negation, a question."""
 _MOVE = re.compile(r"→|->|=>|\bto\b", re.I)
 
 
+def incidental(held: frozenset[str]) -> bool:
+    """The values a state line may hold beside its state: a version or a date says where or when
+    ("BUG-9 fixed in v2.3.1", "PAY-88 closed on 2026-03-02"); any other value is what the line
+    states instead."""
+    return facts.value_kinds(held) <= {"version", "date"}
+
+
 def state_of(u: Unit) -> tuple[str, str] | None:
     """(item, canonical state) of a line that says the one work item it names is in one state now, or None."""
-    if facts.held_values(u):
+    if not incidental(facts.held_values(u)):
         return None
     names = facts.subjects(u)
     if len(names) != 1:
