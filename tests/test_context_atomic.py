@@ -70,3 +70,21 @@ def test_a_rewording_about_another_subject_supersedes_nothing() -> None:
                  ("The billing-svc codename is ABC-1.", "We are calling the auth-svc XYZ-2 now."),
                  ("The project codename is DNSNU-172.", "The project deadline is Friday.")):
         assert _current(*pair) == list(pair), pair
+
+
+def test_an_env_line_a_spaced_key_and_an_attribute_header_split_into_pairs_that_supersede_alone() -> None:
+    assert facts.split_units("ORDERS_API_PORT=8080 BILLING_PORT=9000") == ["ORDERS_API_PORT=8080", "BILLING_PORT=9000"]
+    assert facts.split_units("Config: orders-api timeout=30s; billing-svc timeout=45s") == [
+        "orders-api timeout=30s", "billing-svc timeout=45s"], "a header that says where pairs come from is not repeated"
+    store = FactStore()
+    _rows(store, "ORDERS_API_PORT=8080 BILLING_PORT=9000", "Config: orders-api timeout=30s; billing-svc timeout=45s",
+          "orders-api port: 8080", "ORDERS_API_PORT=8443", "orders-api timeout is now 60s",
+          "Updated ports: orders-api=8443, billing-svc=9090")
+    assert sorted(r.text for r in store.current()) == sorted([
+        "BILLING_PORT=9000", "billing-svc timeout=45s", "ORDERS_API_PORT=8443", "orders-api timeout is now 60s",
+        "ports: orders-api=8443", "ports: billing-svc=9090"]), "each pair replaced alone; the header's 'ports' kept on each"
+
+
+def test_a_sentence_with_an_equals_sign_or_spaces_stays_whole() -> None:
+    for line in ("We set the pool size = 8 after the incident", "x=1 and y=2 worked best"):
+        assert facts.split_units(line, prose=False) == [line], line

@@ -23,7 +23,11 @@ import re
 
 from longrun.context import kinds
 
-_EQ = re.compile(r"^[A-Za-z_][\w.\-/\[\]]{0,80}\s*=\s*\S.*$")
+_EQ = re.compile(r"^[A-Za-z_][\w.\-/\[\]]{0,80}(?: [A-Za-z_][\w.\-/\[\]]{0,40}){0,2}\s*=\s*\S.*$")
+"""KEY=VALUE, the key up to three words ("orders-api timeout=30s")."""
+_ENV = re.compile(r"[A-Za-z_][\w.\-]{0,80}=\S+")
+"""KEY=VALUE without a space in it: a line of them separated by spaces is an env line
+("ORDERS_API_PORT=8080 BILLING_PORT=9000")."""
 _ARROW = re.compile(r"^\S.{0,120}?\s*(?:->|=>|→)\s*\S.*$")
 _COLON = re.compile(r"^[A-Za-z][\w.\-/ ]{0,40}?\s*:\s+[^:\s][^:]*$")
 _STYLES: tuple[tuple[re.Pattern[str], int], ...] = ((_EQ, 2), (_ARROW, 2), (_COLON, 3))
@@ -32,6 +36,9 @@ _HEAD = re.compile(r"^(?P<head>[^=:→]{1,80}?)\s*:\s+(?P<rest>\S.*)$")
 _SCOPE_NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[A-Za-z]+\d+[A-Za-z0-9]*\b|(?:[\w.-]+/)+[\w.-]+")
 """Names a header scopes its pairs with (billing-svc, eu-west-2, node7, config/app.yaml)."""
 MAX_HEADER_CHARS = 80
+_WHERE_FROM = re.compile(r"(?:config|file|dir|directory|path|location)", re.I)
+"""Attribute words a header says of where its pairs come from ("Config dump:", "From the env
+file:"), not of what each pair is: not repeated on each pair."""
 
 
 def header_like(line: str) -> bool:
@@ -44,7 +51,8 @@ def header_like(line: str) -> bool:
 
 def scope(header: str) -> str:
     """What a header adds to each of its pairs: its names, or itself when it types them (a rule,
-    a decision, a status or a preference); "" when it only announces them."""
+    a decision, a status or a preference), or the attribute words it says of them ("Updated
+    ports:" gives "ports"); "" when it only announces them."""
     h = header.strip("#*_ ").rstrip(":").strip()
     if not h:
         return ""
@@ -54,12 +62,20 @@ def scope(header: str) -> str:
     label, _ = kinds.strip_label(h + ": x")
     if (label and kinds.classify("x", label=label) != "value") or kinds.RULE.search(h):
         return h
-    return ""
+    from longrun.context import facts  # facts splits its lines here: imported when first asked
+
+    # "Updated ports: A=8443, B=9090": each pair says a port, or it supersedes no "A port: 8080"
+    said = [w for w in re.findall(r"[A-Za-z]+", h) if facts.attribute_word(w.lower()) and not _WHERE_FROM.match(w)]
+    return " ".join(said)
 
 
 def pairs(line: str, header: str = "") -> list[str]:
     """The pairs `line` states, one text each (under its header's scope, `scope`), or [] when the
     line is not a line of pairs. `header` is the line before it, if that one introduced it."""
+    tokens = line.split()
+    if len(tokens) >= 2 and all(_ENV.fullmatch(t) for t in tokens):
+        said = scope(header)
+        return [f"{said}: {t}" if said else t for t in tokens]
     for sep in (";", ",", "|"):
         if line.count(sep) < 1:
             continue

@@ -474,6 +474,11 @@ def _subjects_of(names: frozenset[str]) -> frozenset[str]:
                      and not attribute_key(n))
 
 
+def attribute_word(word: str) -> bool:
+    """A lowercase word (or its stem) of an attribute group (`SYNONYMS`): port, region, owner..."""
+    return word in _CANON or _stem(word) in _CANON
+
+
 def attribute_key(name: str) -> bool:
     """A lowercase snake_case key made of words, one of them an attribute (launch_date,
     config_path, error_budget): what a fact says, not who it is about. PARAM_alpha_7 and
