@@ -88,3 +88,16 @@ def test_an_env_line_a_spaced_key_and_an_attribute_header_split_into_pairs_that_
 def test_a_sentence_with_an_equals_sign_or_spaces_stays_whole() -> None:
     for line in ("We set the pool size = 8 after the incident", "x=1 and y=2 worked best"):
         assert facts.split_units(line, prose=False) == [line], line
+
+
+def test_a_nested_yaml_key_keeps_the_name_it_is_nested_under() -> None:
+    text = "```yaml\nsearch-api72:\n  replicas: 17\nauth-api88:\n  replicas: 19\n```"
+    assert "auth-api88: replicas: 19" in facts.split_units(text)
+    store = FactStore()
+    _rows(store, text, "search-api72 replicas: 20 now")
+    current = [r.text for r in store.current()]
+    assert "auth-api88: replicas: 19" in current, "another service's replicas are not replaced"
+    assert "search-api72 replicas: 20 now" in current and "search-api72: replicas: 17" not in current
+    # a line that is not indented under it, or is not one key and value, is not nested
+    assert facts.split_units("billing-svc:\nport: 8443\n  we checked it twice") == [
+        "billing-svc:", "port: 8443", "we checked it twice"]

@@ -12,6 +12,9 @@ them ("HARD CONSTRAINT: MAX_SPEND=500; ..."): the pair is then said under it ("b
 port=8443"), so two services' `port` pairs do not share a subject. A header that only says what
 follows ("Authoritative records:", "ROUTING TABLE") is not repeated on each pair.
 
+A line indented under one that names something and ends with a colon (YAML's "orders-api:" then
+"  port: 8443") is said under those names too ("orders-api: port: 8443"), one level deep.
+
 Conservative: a line splits only when *every* part separated by `;`, `,` or `|` is a pair of one
 syntax (two at least; three for `key: value`, which prose uses more), so a sentence with a colon
 or an arrow stays whole. Linear in the line, no model.
@@ -67,6 +70,22 @@ def scope(header: str) -> str:
     # "Updated ports: A=8443, B=9090": each pair says a port, or it supersedes no "A port: 8080"
     said = [w for w in re.findall(r"[A-Za-z]+", h) if facts.attribute_word(w.lower()) and not _WHERE_FROM.match(w)]
     return " ".join(said)
+
+
+def nests(line: str) -> str:
+    """The names a line opens a nested block for ("orders-api:" in YAML, "billing-svc settings:"),
+    "" for any other line: the lines indented under it say things of them (`child`)."""
+    if not line.endswith(":") or len(line) > MAX_HEADER_CHARS:
+        return ""
+    return " ".join(dict.fromkeys(_SCOPE_NAME.findall(line[:-1])))
+
+
+def child(line: str, names: str) -> str | None:
+    """A single `key: value` or `key=value` line indented under a line that names something
+    (`nests`), said under those names, so its value keeps its subject; None for another line."""
+    if not (_COLON.match(line) or _EQ.match(line)):
+        return None
+    return f"{names}: {line}"
 
 
 def pairs(line: str, header: str = "") -> list[str]:

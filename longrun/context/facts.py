@@ -214,10 +214,22 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
     extracts them into the fact store and when it decides which human messages to quote."""
     out: list[str] = []
     header = ""
+    parent: tuple[int, str] | None = None  # (indent, names) of the line nesting the next ones
     for raw in text.splitlines():
         line = " ".join(raw.split())
         if not line or _RULE_CHARS.issuperset(line):
             continue
+        indent = len(raw) - len(raw.lstrip())
+        if parent is not None and indent > parent[0]:
+            child = atomic.child(line, parent[1])
+            if child is not None:  # "orders-api:" then "  port: 8443": one fact, "orders-api: port: 8443"
+                out.append(child)
+                continue
+        elif parent is not None:
+            parent = None
+        said = atomic.nests(line)
+        if said:
+            parent = (indent, said)
         pairs = atomic.pairs(line, header)
         if pairs:
             out += pairs
