@@ -23,6 +23,7 @@ or an arrow stays whole. Linear in the line, no model.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from longrun.context import kinds
 
@@ -52,10 +53,11 @@ def header_like(line: str) -> bool:
     return body.endswith(":") or (body.upper() == body and any(c.isalpha() for c in body))
 
 
-def scope(header: str) -> str:
+def scope(header: str, attribute: Callable[[str], bool] = lambda w: False) -> str:
     """What a header adds to each of its pairs: its names, or itself when it types them (a rule,
     a decision, a status or a preference), or the attribute words it says of them ("Updated
-    ports:" gives "ports"); "" when it only announces them."""
+    ports:" gives "ports"; `attribute` says which words are: `facts.attribute_word`, passed in
+    because facts imports this module); "" when it only announces them."""
     h = header.strip("#*_ ").rstrip(":").strip()
     if not h:
         return ""
@@ -65,10 +67,8 @@ def scope(header: str) -> str:
     label, _ = kinds.strip_label(h + ": x")
     if (label and kinds.classify("x", label=label) != "value") or kinds.RULE.search(h):
         return h
-    from longrun.context import facts  # facts splits its lines here: imported when first asked
-
     # "Updated ports: A=8443, B=9090": each pair says a port, or it supersedes no "A port: 8080"
-    said = [w for w in re.findall(r"[A-Za-z]+", h) if facts.attribute_word(w.lower()) and not _WHERE_FROM.match(w)]
+    said = [w for w in re.findall(r"[A-Za-z]+", h) if attribute(w.lower()) and not _WHERE_FROM.match(w)]
     return " ".join(said)
 
 
@@ -88,12 +88,12 @@ def child(line: str, names: str) -> str | None:
     return f"{names}: {line}"
 
 
-def pairs(line: str, header: str = "") -> list[str]:
+def pairs(line: str, header: str = "", attribute: Callable[[str], bool] = lambda w: False) -> list[str]:
     """The pairs `line` states, one text each (under its header's scope, `scope`), or [] when the
     line is not a line of pairs. `header` is the line before it, if that one introduced it."""
     tokens = line.split()
     if len(tokens) >= 2 and all(_ENV.fullmatch(t) for t in tokens):
-        said = scope(header)
+        said = scope(header, attribute)
         return [f"{said}: {t}" if said else t for t in tokens]
     for sep in (";", ",", "|"):
         if line.count(sep) < 1:
@@ -114,6 +114,6 @@ def pairs(line: str, header: str = "") -> list[str]:
                     continue
                 head, first = m.group("head"), m.group("rest")
             if all(rx.match(s) for s in segs[1:]):
-                said = scope(head) if head else scope(header)
+                said = scope(head, attribute) if head else scope(header, attribute)
                 return [f"{said}: {s}" if said else s for s in (first, *segs[1:])]
     return []

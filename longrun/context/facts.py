@@ -230,7 +230,7 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
         said = atomic.nests(line)
         if said:
             parent = (indent, said)
-        pairs = atomic.pairs(line, header)
+        pairs = atomic.pairs(line, header, attribute_word)
         if pairs:
             out += pairs
             continue
