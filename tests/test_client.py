@@ -70,6 +70,9 @@ async def test_say_pause_resume_cancel_and_a_finished_run_refuses(store, db_url,
             await until("two turns", lambda: _turns_at_least(client, run_id, 2))
             assert "paused" in await client.pause(run_id)
             await client.say(run_id, "Keep to a.txt.", constraint=True)
+            # a paused run applies a say at once; wait for it, or a cancel delivered in the same
+            # workflow task ends the run before the say is applied (it stays in the inbox, unaudited)
+            await until("the say applied", lambda: _audited(client, run_id, "steered"))
             await client.resume(run_id)
             await client.cancel(run_id)
             kinds = [r.kind async for r in client.events(run_id)]
@@ -81,6 +84,10 @@ async def test_say_pause_resume_cancel_and_a_finished_run_refuses(store, db_url,
 
 async def _turns_at_least(client: longrun.Client, run_id: str, n: int) -> bool:
     return (await client.status(run_id)).turn >= n
+
+
+async def _audited(client: longrun.Client, run_id: str, kind: str) -> bool:
+    return any(r.kind == kind for r in await client.audit(run_id))
 
 
 @pytest.mark.timeout(60)
