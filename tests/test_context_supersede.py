@@ -231,3 +231,21 @@ def test_a_version_with_a_v_is_one_value_not_a_name_and_a_number() -> None:
 ])
 def test_another_items_state_or_a_value_beside_a_state_replaces_nothing(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Owner: Alice", "Owner: Bob"),  # a record's value may be words, after a key of attribute words
+    ("Region: Frankfurt", "Region: Dublin"),
+])
+def test_a_key_of_attribute_words_with_a_value_of_words_supersedes(old: str, new: str) -> None:
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    ("Owner: Alice", "Reviewer: Bob"),  # another key
+    ("Owner: Alice", "Owner of billing-svc: Bob"),  # the other names a subject of its own
+    ("Region: Frankfurt", "Zone: b"),  # a synonym group is not the same words for a value of words
+    ("Owner: Alice", "Note: Bob is out today"),
+])
+def test_a_value_of_words_under_another_key_replaces_nothing(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)

@@ -329,6 +329,9 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
             a, b = slot[2]
             values.add(rest[a:b])
             rest = f"{rest[:a]} {rest[b:]}"
+        elif ":" in rest and (said := _word_value(rest)) is not None:
+            values.add(said)
+            rest = rest[: len(rest) - len(said)]
     rest = take(_ADDRESS, values, rest)
     rest = take(_HASH, values, rest)
     rest = take(_PATH, names, rest)
@@ -339,6 +342,24 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
     words = {w for w in [*_WORD.findall(rest.lower()), *keys] if w not in STOPWORDS and w not in _CUE_WORDS}
     return (frozenset(values), frozenset(n.lower() for n in names), frozenset(_stem(w) for w in words),
             fastre.found(RELATION, text), fastre.found(STATUS, text), fastre.found(CORRECTION, text))
+
+
+_KEY_WORDS = re.compile(r"^(?P<head>[A-Za-z][A-Za-z ]{0,30}):\s+(?P<value>[A-Za-z][\w.' -]{0,40}?)\.?$")
+
+
+def _word_value(line: str) -> str | None:
+    """The value of a `Key: words` record whose key is attribute words alone ("Owner: Alice Smith",
+    "Region: Frankfurt", "Deadline: next Friday"), as `KEY=` gives one: a later "Owner: Bob" replaces
+    it. Only a short value of words (an identifier or a number is found by the other patterns),
+    after a key of one to three words each of an attribute group (`SYNONYMS`)."""
+    m = _KEY_WORDS.match(line)
+    if m is None:
+        return None
+    head = m.group("head").lower().split()
+    if not 0 < len(head) <= 3 or not all(attribute_word(w) for w in head):
+        return None
+    value = m.group("value").strip()
+    return value if value and len(value.split()) <= 4 and not any(c.isdigit() for c in value) else None
 
 
 def _json_values(record: str, values: set[str]) -> str:
@@ -374,14 +395,22 @@ def said_alike(u: Unit, o: Unit) -> bool:
     only kind of value they share is "other" and each holds a bare identifier (`valueslot`: a value
     that says nothing of what it is), they must say the attribute in the same words, a synonym is
     not enough ("lunar-maps region: us-west-2" is not "| lunar-maps | cluster | k8s-umber-16 |",
-    although region and cluster share a group)."""
+    although region and cluster share a group). So must two lines whose values are words
+    (`_word_value`: "Region: Frankfurt" is not "Zone: b")."""
     mine, theirs = held_values(u), held_values(o)
     if value_kinds(mine) & value_kinds(theirs) != {"other"}:
         return True
-    if not (any(valueslot.identifiers((v,), _IDENT, _NAME) for v in mine)
-            and any(valueslot.identifiers((v,), _IDENT, _NAME) for v in theirs)):
+    if not (any(_bare(v) for v in mine) and any(_bare(v) for v in theirs)):
         return True
     return bool(attribute_words(u) & attribute_words(o))
+
+
+def _bare(value: str) -> bool:
+    """A value that says nothing of what it is: an identifier, or words."""
+    return bool(valueslot.identifiers((value,), _IDENT, _NAME) or _WORDS_ONLY.fullmatch(value))
+
+
+_WORDS_ONLY = re.compile(r"[A-Za-z][A-Za-z' -]*")
 
 
 @lru_cache(maxsize=65_536)
