@@ -329,9 +329,10 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
             a, b = slot[2]
             values.add(rest[a:b])
             rest = f"{rest[:a]} {rest[b:]}"
-        elif ":" in rest and (said := _word_value(rest)) is not None:
-            values.add(said)
-            rest = rest[: len(rest) - len(said)]
+        elif ":" in rest and (span := _word_value(rest)) is not None:
+            a, b = span
+            values.add(rest[a:b])
+            rest = f"{rest[:a]} {rest[b:]}"
     rest = take(_ADDRESS, values, rest)
     rest = take(_HASH, values, rest)
     rest = take(_PATH, names, rest)
@@ -347,19 +348,22 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
 _KEY_WORDS = re.compile(r"^(?P<head>[A-Za-z][A-Za-z ]{0,30}):\s+(?P<value>[A-Za-z][\w.' -]{0,40}?)\.?$")
 
 
-def _word_value(line: str) -> str | None:
-    """The value of a `Key: words` record whose key is attribute words alone ("Owner: Alice Smith",
-    "Region: Frankfurt", "Deadline: next Friday"), as `KEY=` gives one: a later "Owner: Bob" replaces
-    it. Only a short value of words (an identifier or a number is found by the other patterns),
-    after a key of one to three words each of an attribute group (`SYNONYMS`)."""
+def _word_value(line: str) -> tuple[int, int] | None:
+    """Where the value of a `Key: words` record whose key is attribute words alone stands ("Owner:
+    Alice Smith", "Region: Frankfurt.", "Deadline: next Friday"), as `valueslot.find` says where a
+    `KEY=` value stands: a later "Owner: Bob" replaces it. Only a short value of words (an
+    identifier or a number is found by the other patterns), after a key of one to three words each
+    of an attribute group (`SYNONYMS`)."""
     m = _KEY_WORDS.match(line)
     if m is None:
         return None
     head = m.group("head").lower().split()
     if not 0 < len(head) <= 3 or not all(attribute_word(w) for w in head):
         return None
-    value = m.group("value").strip()
-    return value if value and len(value.split()) <= 4 and not any(c.isdigit() for c in value) else None
+    value = m.group("value").rstrip()
+    if not value or len(value.split()) > 4 or any(c.isdigit() for c in value):
+        return None
+    return m.start("value"), m.start("value") + len(value)
 
 
 def _json_values(record: str, values: set[str]) -> str:
