@@ -28,6 +28,7 @@ from longrun.models.audit import (
     ErrorRecorded,
     ForkedFrom,
     GateVerdict,
+    InstructionDropped,
     McpToolsListed,
     ModelCalled,
     NotificationAttempt,
@@ -167,6 +168,9 @@ def describe_event(rec: AuditRecord) -> str:
         return describe_provider_context(e)
     if isinstance(e, Steered):
         return f"{'constraint' if e.as_constraint else 'instruction'}: {clip(e.text, 100)}"
+    if isinstance(e, InstructionDropped):
+        what = "constraint" if e.as_constraint else "instruction"
+        return f"{what} {e.instruction_id} never applied: {clip(e.text, 80)} ({e.reason})"
     if isinstance(e, RunControl):
         return f"{e.action} by {e.by}"
     if isinstance(e, OperatorRequest):

@@ -4,6 +4,7 @@ TaskState verbatim and reaches the model in the state block."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -11,6 +12,7 @@ from longrun.client import calls as client_calls
 from longrun.client import runs as client_runs
 from longrun.errors import ApprovalError
 from longrun.models.spec import RunSpec
+from longrun.views_common import describe_event
 from tests.support.harness import running_worker
 from tests.support.policy import PlanProvider
 
@@ -56,3 +58,44 @@ async def test_pause_say_resume_cancel(store, temporal_client, tmp_path):
     assert steered.text == CONSTRAINT and steered.as_constraint
     # the instruction is in the transcript too, as a user message
     assert any(CONSTRAINT in e.message.text() for e in store.transcript(run_id) if e.role == "user")
+
+
+class HeldTurn(PlanProvider):
+    """Holds its third model call until `release` is set, so a test can queue a say and a
+    cancel while a turn is in flight: both land before the same turn boundary."""
+
+    def __init__(self) -> None:
+        super().__init__(plan=[[("read_file", {"path": "a.txt"})]] * 50)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def complete(self, request):  # type: ignore[no-untyped-def]
+        if self.step(request) == 2:
+            self.entered.set()
+            assert self.release.wait(60), "the test never released the held turn"
+        return super().complete(request)
+
+
+async def test_a_say_still_queued_when_the_run_is_cancelled_is_audited_as_never_applied(store, temporal_client, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    provider = HeldTurn()
+    async with running_worker(temporal_client, store, provider=provider) as h:
+        run_id = await h.start(RunSpec(objective="read a lot", workspace=str(ws)))
+        assert await asyncio.to_thread(provider.entered.wait, 60), "the run never reached its third turn"
+        assert "queued" in await client_runs.say(h.client, h.store, run_id, CONSTRAINT, constraint=True)
+        assert "cancelling" in await client_calls.control(h.client, run_id, "cancel")
+        provider.release.set()
+        assert (await h.result(run_id)).status == "cancelled"
+
+    records = store.audit(run_id)
+    kinds = [r.kind for r in records]
+    assert "steered" not in kinds, "a cancel at the boundary comes before the queued say"
+    assert kinds[-2:] == ["instruction_dropped", "run_finished"], kinds
+    dropped = records[-2]
+    assert dropped.event.text == CONSTRAINT and dropped.event.as_constraint and dropped.event.instruction_id == 1
+    shown = describe_event(dropped)
+    assert "never applied" in shown and "cancelled" in shown, shown
+    assert CONSTRAINT not in store.load_state(run_id).constraints
+    assert store.verify_chain(run_id).ok

@@ -12,7 +12,7 @@ from longrun.auth.scope_ending import end_scopes
 from longrun.context import estimate_message, estimate_request, should_compact
 from longrun.errors import ConfigError, ContextOverflow
 from longrun.mcp.registry import listing_sha256
-from longrun.models.audit import RunFinished, ScopeEnded, Steered
+from longrun.models.audit import AuditEvent, InstructionDropped, RunFinished, ScopeEnded, Steered
 from longrun.models.blocks import Message, ToolResultBlock
 from longrun.models.io import (
     AskHumanInput,
@@ -179,4 +179,15 @@ class RunActivities(ActivityBase):
         if record.status == inp.status:
             return
         self.store.set_run_status(inp.run_id, inp.status, inp.reason)
-        self.audit(inp.run_id, RunFinished(status=inp.status, reason=self.redactor.redact(inp.reason)))
+        reason = self.redactor.redact(inp.reason)
+        events: list[AuditEvent] = []
+        for instruction_id in inp.dropped_instructions:
+            said = self.store.get_instruction(inp.run_id, instruction_id)
+            events.append(InstructionDropped(
+                instruction_id=instruction_id, text=said.text, as_constraint=said.as_constraint,
+                reason=f"the run ended ({inp.status}: {reason}) before the turn boundary that would have applied it",
+            ))
+        events.append(RunFinished(status=inp.status, reason=reason))
+        # in one statement: the dropped instructions are in the audit exactly when the end is
+        self.store.append_audits(inp.run_id, [(e, "system") for e in events])
+        self.audited(events)

@@ -23,6 +23,7 @@ from longrun.models.audit import (
     ApprovalRequested,
     CompactionDone,
     CompactionStarted,
+    InstructionDropped,
     ModelCalled,
     OperatorRequest,
     RunControl,
@@ -60,7 +61,7 @@ def category(r: AuditRecord) -> str:
         return "compaction"
     if isinstance(e, StateCommitted):
         return "state"
-    if isinstance(e, (RunControl, OperatorRequest, Steered)):
+    if isinstance(e, (RunControl, OperatorRequest, Steered, InstructionDropped)):
         return "control"
     if isinstance(e, (RunStarted, RunFinished, RunRetention)) or r.kind in ("forked_from", "run_forked"):
         return "run"

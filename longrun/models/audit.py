@@ -262,6 +262,18 @@ class Steered(_Event):
     transcript_seq: int
 
 
+class InstructionDropped(_Event):
+    """A human's queued instruction (`say`) the run never applied: it ended (cancelled, a cap,
+    a failure) before the turn boundary that would have. The instruction stays in the inbox; this
+    says so, so nobody reads the run as having been told it."""
+
+    kind: Literal["instruction_dropped"] = "instruction_dropped"
+    instruction_id: int
+    text: str
+    as_constraint: bool
+    reason: str
+
+
 class RunControl(_Event):
     kind: Literal["run_control"] = "run_control"
     action: Literal["pause", "resume", "cancel", "continue_as_new"]
@@ -412,7 +424,7 @@ class NotificationFailed(_Event):
 
 
 AuditEvent = Annotated[
-    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | BudgetRequested | BudgetWarning | BudgetDecided | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | ForkedFrom | RunForked | RunFinished | RunRetention | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
+    RunStarted | StateCommitted | ModelCalled | GateVerdict | ApprovalRequested | BudgetRequested | BudgetWarning | BudgetDecided | ApprovalGranted | ApprovalRejected | ApprovalExpired | ApprovalRefused | ApprovalFailed | ScopeGranted | ScopeUsed | ScopeEnded | EffectIntent | EffectSettled | ToolRan | CompactionStarted | CompactionDone | ProviderContextManaged | Steered | InstructionDropped | RunControl | OperatorRequest | McpToolsListed | ChangeSetOpened | ChangeCommitted | ForkedFrom | RunForked | RunFinished | RunRetention | ErrorRecorded | NotificationAttempt | NotificationDelivered | NotificationFailed,
     Field(discriminator="kind"),
 ]
 

@@ -404,6 +404,9 @@ class FinishInput(_IO):
     run_id: str
     status: FinalStatus
     reason: str
+    dropped_instructions: list[int] = Field(default_factory=list)
+    """Ids of queued instructions (`say`) the run ends without applying: each is audited as
+    `instruction_dropped` before `run_finished`."""
 
 
 class StatusQueryResult(_IO):

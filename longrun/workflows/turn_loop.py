@@ -69,10 +69,14 @@ from `cursor.usage`, which misses an answer replayed after a crash."""
 START_RUN_PATCH = "start-run"
 """A generation starts with one `start_run` activity where it called `load_run`, `record_run_tools`
 and, at the first start, `open_change_set` (activities/start.py)."""
+DROPPED_SAYS_PATCH = "dropped-says-audited"
+"""A run that ends with instructions still queued (a cancel, a cap or a failure reached first)
+names them to `finish_run`, which audits each as `instruction_dropped`: before, they vanished
+from the record of the run, though the person who sent them was told "queued"."""
 MAX_OVERFLOW_RETRIES = 3
 
 __all__ = [
-    "CHANGE_SET_PATCH", "COMPACTION_FAILURE_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "LEDGER_TOKEN_CAP_PATCH",
+    "CHANGE_SET_PATCH", "COMPACTION_FAILURE_PATCH", "DROPPED_SAYS_PATCH", "FINAL_REPORT_PATCH", "FUSED_TURN_PATCH", "LEDGER_TOKEN_CAP_PATCH",
     "STAGE_BOUNDARY_PATCH", "START_RUN_PATCH", "WORKFLOW_NAME",
     "AgentRunLoop",
 ]
@@ -383,7 +387,11 @@ class AgentRunLoop(ToolCallsMixin, ControlsMixin, ScopesMixin, CompactionMixin, 
             # so its approver hears which
             await workflow.wait_condition(workflow.all_handlers_finished)
         self.reason = reason
-        await self._act(Activities.finish_run, FinishInput(run_id=self.run_id, status=status.value, reason=reason))
+        dropped = [say.instruction_id for say in self.cursor.pending_says if say.instruction_id is not None]
+        if not dropped or not self._patched(DROPPED_SAYS_PATCH):
+            dropped = []
+        await self._act(Activities.finish_run, FinishInput(run_id=self.run_id, status=status.value, reason=reason,
+                                                           dropped_instructions=dropped))
         self.status = status
         await self._notify_finished()
         return AgentRunResult(

@@ -30,6 +30,7 @@ from longrun.models.audit import (
     CompactionStarted,
     ErrorRecorded,
     GateVerdict,
+    InstructionDropped,
     ModelCalled,
     NotificationAttempt,
     NotificationDelivered,
@@ -190,6 +191,9 @@ class Watcher:
                       f"a human: `longrun say {self.run_id} \"...\"`", e)
         elif isinstance(e, Steered):
             self._out("steered", f"           {'constraint' if e.as_constraint else 'instruction'} from a human: {e.text}", e)
+        elif isinstance(e, InstructionDropped):
+            what = "constraint" if e.as_constraint else "instruction"
+            self._out("instruction_dropped", f"           {what} from a human never applied ({e.reason}): {e.text}", e)
         elif isinstance(e, RunControl):
             self._out("run_control", f"           {e.action} by {e.by}", e)
         elif isinstance(e, ErrorRecorded):
