@@ -144,6 +144,9 @@ def test_a_line_that_is_not_a_work_items_state_now_replaces_none(pair: tuple[str
     ("p95 latency target 250ms", "we tightened the p95 latency target to 200ms"),
     ("Staging cluster has 6 nodes.", "Scaled staging cluster to 9 nodes."),
     ("rate limit is 500 rpm", "rate limit increased to 900 rpm"),
+    # a topic that is only a name: the name alone, with a value of the same kind
+    ("Our SLA is 99.9%.", "The SLA was raised to 99.95%."),
+    ("CPU quota is 4 cores.", "Update: CPU quota is now 6 cores."),
 ])
 def test_a_number_said_to_change_by_its_verb_supersedes(old: str, new: str) -> None:
     """"tightened", "scaled", "increased" only say a value changed, as "moved" does (`reword._MOVES`)."""
@@ -154,6 +157,10 @@ def test_a_number_said_to_change_by_its_verb_supersedes(old: str, new: str) -> N
     ("the deadline is Thursday", "should we move the deadline to Friday?"),  # it replaced the deadline
     ("rate limit is 500 rpm", "should we raise the rate limit to 800 rpm?"),
     ("Staging cluster has 6 nodes.", "We scaled the prod cluster to 9 nodes."),  # another cluster
+    ("Our SLA is 99.9%.", "The API was raised to 99.95%."),  # another name
+    ("Our SLA is 99.9%.", "The SLA was raised to 4 hours."),  # another kind of value
+    ("The SLA is 99.9% for EU.", "The SLA was raised to 99.95%."),  # a name that qualifies the old line
+    ("CPU is 80%.", "CPU on node-3 raised to 95%."),  # ... or the new one
 ])
 def test_a_question_or_another_things_change_replaces_nothing(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)

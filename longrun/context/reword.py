@@ -193,7 +193,10 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         return None  # "A now also routes to C" changes no earlier end
     mine = words_of(u)
     said = words_of(u, names=False)
-    if not said:
+    # a line whose topic is only a name ("The SLA was raised to 99.95%") updates only a line
+    # about that name and nothing else, holding a value of the same kind ("Our SLA is 99.9%")
+    names_only = not said
+    if names_only and not held:
         return None
     group = _GROUP.get(u.kind, "value")
     # a value said to hold from now on ("region is eu-west-1 going forward") reads as a standing
@@ -210,7 +213,10 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
             continue  # two ends of relations: linked by their topics (`replaces`) or not at all
         theirs = words_of(e.unit)
         common = mine & theirs
-        if not (common & said) or len(common) < MIN_SHARE * len(theirs):
+        if names_only:
+            if theirs != mine or facts.subjects(e.unit) != subjects:
+                continue  # "CPU on node-3 raised to 95%" is not about "CPU is 80%" alone
+        elif not (common & said) or len(common) < MIN_SHARE * len(theirs):
             continue  # a word of its own must match, not only the name both are about
         old_held, old_subjects = facts.held_values(e.unit), facts.subjects(e.unit)
         if by_number and not old_held:
