@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from longrun.models.audit import RunFinished
 from longrun.models.spec import RunSpec
 from longrun.store import APPEND_ONLY_TABLES, Store, libpq_url
 from longrun.store.roles import app_role_name, app_role_url, ensure_login
@@ -97,7 +98,9 @@ def test_append_only_tables_refuse_update_delete_truncate_even_without_the_trigg
 def test_mutable_heads_only_where_compare_and_set_needs_them(db_url: str, app_url: str, app_store: Store,
                                                               tmp_path) -> None:
     run_id = _run_with_history(app_store, str(tmp_path))
-    app_store.set_run_status(run_id, "completed", "done")  # status and reason: allowed
+    app_store.set_run_status(run_id, "paused", "asked")  # status and reason: allowed
+    # and with the audit head, in the one statement that ends a run
+    app_store.end_run(run_id, "completed", "done", [RunFinished(status="completed", reason="done")])
     with _as(app_url) as conn:
         for sql in ("UPDATE runs SET spec = '{}'::jsonb", "UPDATE runs SET run_id = 'x'", "DELETE FROM runs",
                     "DELETE FROM task_states", "UPDATE task_states SET run_id = 'x'", "DELETE FROM artifacts",

@@ -177,8 +177,7 @@ class RunActivities(ActivityBase):
     def finish_run(self, inp: FinishInput) -> None:
         record = self.store.get_run(inp.run_id)
         if record.status == inp.status:
-            return
-        self.store.set_run_status(inp.run_id, inp.status, inp.reason)
+            return  # a retry after the end landed: the status and its events are written together
         reason = self.redactor.redact(inp.reason)
         events: list[AuditEvent] = []
         for instruction_id in inp.dropped_instructions:
@@ -188,6 +187,6 @@ class RunActivities(ActivityBase):
                 reason=f"the run ended ({inp.status}: {reason}) before the turn boundary that would have applied it",
             ))
         events.append(RunFinished(status=inp.status, reason=reason))
-        # in one statement: the dropped instructions are in the audit exactly when the end is
-        self.store.append_audits(inp.run_id, [(e, "system") for e in events])
+        # one statement: the status, the dropped instructions and run_finished land together
+        self.store.end_run(inp.run_id, inp.status, inp.reason, events)
         self.audited(events)

@@ -311,7 +311,7 @@ async def events(run_id: str, request: Request, p: Me,
     async def stream() -> AsyncIterator[bytes]:
         if RunStatus(run.status).finished:  # its log no longer grows: what is after `start`, then the end
             after, ended = start, False
-            for _ in range(20):  # the run row is marked finished a moment before `run_finished` is appended
+            for _ in range(20):  # a worker before `end_run` marked the row finished before `run_finished`
                 while rows := await asyncio.to_thread(c.store.audit_page, run_id, after_seq=after, limit=500):
                     ended = ended or any(_ends(r) for r in rows)
                     yield b"".join(views.sse_frame(r) for r in rows)

@@ -7,6 +7,8 @@ Rules:
   is safe); a batch gets consecutive numbers, all in that one statement, or none of them;
 - every event is validated, redacted and size-checked before anything is written, so one bad
   event in a batch writes none of the batch;
+- `end_run` sets a run's final status in the statement that appends its `run_finished`: a crash
+  can leave neither or both, never a finished run whose end is not audited;
 - `audit` is one statement: a `LEFT JOIN` from the `runs` row tells an unknown run from an empty
   log, and returns the chain head, which the store remembers for its next append.
 
@@ -23,7 +25,8 @@ import psycopg
 from pydantic import BaseModel, ValidationError
 
 from longrun.errors import RunNotFoundError, StoreError
-from longrun.models import AuditEvent, audit_event_adapter, canonical_json, chain_hash, sha256_hex
+from longrun.models import AuditEvent, RunStatus, audit_event_adapter, canonical_json, chain_hash, sha256_hex
+from longrun.models.state import MAX_TEXT
 from longrun.store.appends import ChainAppendMixin
 from longrun.store.artifacts import RESTORE_SQL, RESULTS_CTES, RESULTS_PRUNED
 from longrun.store.chain import audit_payload
@@ -64,6 +67,17 @@ WITH upd AS (
 ), """ + RESULTS_CTES + ", aud AS (\n" + _ROWS.format(p="") + "\n)\nSELECT aud.seq, " + RESULTS_PRUNED + " FROM aud"
 """`_APPEND_SQL` with tool results stored and linked to the run (`RESULTS_CTES`): a tool call's
 audit events and its output, one round trip."""
+
+_END_RUN_SQL = """
+WITH upd AS (
+    UPDATE runs SET audit_head = %(hash)s, audit_count = %(count)s, status = %(status)s, reason = %(reason)s,
+                    updated_at = %(now)s
+    WHERE run_id = %(run_id)s AND audit_head = %(prev)s AND audit_count = %(base)s
+    RETURNING run_id
+)
+""" + _ROWS.format(p="")
+"""`_APPEND_SQL` that also sets the run's status and reason: a run's end and the audit events that
+record it land together or not at all."""
 
 AUDIT_RIDER_PREFIX = "a_"
 AUDIT_HEAD_SET = "audit_head = %(a_hash)s, audit_count = %(a_count)s"
@@ -177,13 +191,39 @@ class AuditMixin(ChainAppendMixin):
             self._autocommit("restore_artifact", restore)
         return list(range(base + 1, base + 1 + len(checked)))
 
-    def _append_audits(self, what: str, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]]) -> list[int]:
-        """Append checked events (from `_audit_entry`, each with its actor) consecutively."""
+    def end_run(self, run_id: str, status: str | RunStatus, reason: str, events: Sequence[AuditEvent]) -> list[int]:
+        """Set the run's final `status` and `reason` and append `events` (actor `system`; the
+        last is its `run_finished`), in one statement. Before, the status was set first and the
+        events appended after: a crash between the two left a finished run with no `run_finished`,
+        and a retry, seeing the status already final, never wrote it.
+
+        Returns:
+            The events' sequence numbers, in order.
+
+        Raises:
+            InvalidInputError: `status` is not final, `reason` is oversized, an event is bad, or
+                there are no events (nothing written).
+            RunNotFoundError: no run has this id.
+        """
+        if not RunStatus(status).finished:
+            raise InvalidInputError(f"status: {status!r} does not end a run")
+        check_text("reason", reason, MAX_TEXT)
+        if not events:
+            raise InvalidInputError("events: a run's end is recorded by at least its run_finished event")
+        checked = [(*self._audit_entry(e, "system", f"events[{i}]: "), "system") for i, e in enumerate(events)]
+        extra = {"status": RunStatus(status).value, "reason": reason}
+        return self._append_audits("end_run", run_id, checked, sql=_END_RUN_SQL, extra=extra)
+
+    def _append_audits(self, what: str, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]], *,
+                       sql: str = _APPEND_SQL, extra: dict[str, Any] | None = None) -> list[int]:
+        """Append checked events (from `_audit_entry`, each with its actor) consecutively, with
+        `sql` (`_APPEND_SQL`, or a variant whose UPDATE of `runs` also sets `extra`)."""
 
         def build(count: int, prev: str, now: datetime) -> tuple[dict[str, Any], int, str]:
-            return self._audit_rows(run_id, checked, count, prev, now)
+            params, last, digest = self._audit_rows(run_id, checked, count, prev, now)
+            return {**params, **(extra or {})}, last, digest
 
-        base = self._append_chained(what, "audit", run_id, _APPEND_SQL, build)
+        base = self._append_chained(what, "audit", run_id, sql, build)
         return list(range(base + 1, base + 1 + len(checked)))
 
     def _audit_rows(self, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]], count: int, prev: str,

@@ -10,7 +10,8 @@ Rules that hold for every store method:
   `audit`, `latest_projection`, `get_artifact` and `has_artifact` (an unknown run is told by the
   same statement), the writes `compare_and_set`,
   `set_run_status`, `set_calibration` and `put_artifact`, and `append_transcript`,
-  `append_audit` and `append_audits` when the cached chain head is right (one read of the head
+  `append_audit`, `append_audits` and `end_run` (a run's final status with its `run_finished`)
+  when the cached chain head is right (one read of the head
   more when it is not). The rest run in a session transaction (`_tx`): work whose statements must
   commit together (`create_run`, `save_projection`, `queue_instruction`), `verify_chain`'s
   REPEATABLE READ snapshot, and reads off the hot path (`state_history`, `projections`,

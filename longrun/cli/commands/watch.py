@@ -209,7 +209,7 @@ class Watcher:
         while True:
             status = await self.poll()
             if status.status.finished:
-                # the run row is marked finished just before its run_finished event is appended
+                # a worker before `end_run` marked the row finished just before appending run_finished
                 for _ in range(20):
                     if self.finished_seen:
                         break
