@@ -95,3 +95,28 @@ def test_the_store_marks_the_old_identifier_superseded_and_recall_says_so() -> N
     answer = recall(store, "orders-api database")
     assert [r.text for r in answer.current] == ["Primary database for orders-api: pg-replica-9"]
     assert [r.text for r in answer.superseded] == ["Primary database for orders-api: pg-main-3"]
+
+
+def test_a_qualified_attribute_holds_its_value_and_a_change_to_a_new_one_replaces_it() -> None:
+    # "Our primary region is us-east-1" says the primary region's value; before, us-east-1 was read
+    # as the line's subject, so "Primary region changed to eu-west-1" had another subject and both
+    # stayed current
+    for earlier, later in (("Our primary region is us-east-1.", "Primary region changed to eu-west-1."),
+                           ("The staging cluster is k8s-east-3.", "The staging cluster was moved to k8s-west-1."),
+                           ("The default build tag is rc-41.", "The default build tag has been bumped to rc-42.")):
+        assert _current(earlier, later) == [later], (earlier, later)
+    u = facts.analyse("Our primary region is us-east-1.", "user")
+    assert not facts.subjects(u) and facts.held_values(u) == {"us-east-1"}
+    u = facts.analyse("Primary region changed to eu-west-1.", "user")
+    assert not facts.subjects(u) and facts.held_values(u) == {"eu-west-1"}
+
+
+def test_another_qualifier_or_a_name_before_the_change_keeps_both_lines() -> None:
+    for pair in (("Our primary region is us-east-1.", "Our backup region is eu-west-1."),
+                 ("The staging cluster is k8s-east-3.", "Prod cluster changed to k8s-west-1."),
+                 ("Primary region is us-east-1.", "Traffic moved to eu-west-1 for the drill."),
+                 ("checkout-web routes to pay-v1", "search-web switched to pay-v2")):
+        assert _current(*pair) == list(pair), pair
+    # after a name, "switched to" states a relation between two names, not a value of the first
+    u = facts.analyse("search-web switched to pay-v2", "user")
+    assert facts.subjects(u) == {"search-web", "pay-v2"} and not facts.held_values(u)

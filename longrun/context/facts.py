@@ -389,9 +389,21 @@ def _head_says_of_a_subject(head: str, sep: str, span: tuple[int, int]) -> bool:
     if sep == "=":
         return True
     _, names, words, *_ = _analysis(head)
-    if not names and words and all(w in _CANON for w in words):
+    if not names and words and (all(w in _CANON for w in words) or _qualified_attribute(head, words)):
         return True
+    if sep == valueslot.TO:  # "checkout-web switched to pay-v2": a relation of two names, not a value
+        return False
     return bool(_subjects_of(names)) and bool(words or names & ATTRIBUTE_NAMES or any(attribute_key(n) for n in names))
+
+
+def _qualified_attribute(head: str, words: frozenset[str]) -> bool:
+    """The head is an attribute word after at most two words that qualify it ("Our primary
+    region", "The default build tag"): what follows is that attribute's value, as after "Region:"."""
+    last = _HEAD_WORD.findall(head.lower())
+    return bool(last) and attribute_word(last[-1]) and len(words) <= 3
+
+
+_HEAD_WORD = re.compile(r"[a-z]+")
 
 
 def said_alike(u: Unit, o: Unit) -> bool:

@@ -23,16 +23,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+_MOVED = r"(?:changed|moved|switched|set|updated|bumped|pushed|repointed|re-pointed|migrated)"
+"""The verbs of "Primary region changed to eu-west-1": the value place after "<verb> to" (`TO`)."""
 _SLOT = re.compile(
-    r"(?P<sep>\s*:\s+|\s*=\s*|\s+(?:is|are)\s+|\s*\|\s*)(?:now\s+)?"
+    r"(?P<sep>\s*:\s+|\s*=\s*|\s+(?:is|are)\s+|\s*\|\s*"
+    r"|\s+(?:(?:is|are|was|were|has been|have been|got)\s+)?(?:now\s+)?" + _MOVED + r"\s+to\s+)(?:now\s+)?"
     r"(?P<value>[A-Za-z](?:[\w.:-]*[A-Za-z0-9])?)"
     r"(?P<trail>(?:\s+\([^()]*\))?(?:\s*[,;]?\s+[a-z][a-z' ]*)?\s*[.!|]?\s*)$"
 )
-_CHARS = re.compile(r"[:=|]|\s(?:is|are)\s")
+_CHARS = re.compile(r"[:=|]|\s(?:is|are)\s|(?:ed|set) to\s")
 """What a line needs for `_SLOT` to match anywhere (most lines have none: not searched)."""
 ATTRIBUTE_NAMES = frozenset(("md5", "sha1", "sha256", "sha512", "crc32", "on-call", "ipv4", "ipv6", "p50", "p95", "p99",
                              "utf-8", "x86_64", "arm64", "k8s"))
 """Names that look like identifiers but say what, not who: never a fact's subject (nor its value)."""
+
+
+TO = "to"
+"""The separator `find` names for a value after a verb that says it changed ("region changed to
+eu-west-1"): taken as a value only after attribute words, never after a name (`facts`), since
+"checkout-web switched to pay-v2" is a relation between two names."""
 
 
 def find(text: str, ident: re.Pattern[str], name: re.Pattern[str],
@@ -46,6 +55,7 @@ def find(text: str, ident: re.Pattern[str], name: re.Pattern[str],
     if m is None:
         return None
     value, head, sep = m.group("value"), text[: m.start()], m.group("sep").strip()
+    sep = TO if sep.endswith(" to") else sep
     if not (ident.fullmatch(value) or name.fullmatch(value)) or value.lower() in ATTRIBUTE_NAMES or hexa.fullmatch(value):
         return None
     if not head.strip(" |*-") or not (head[-1].isalnum() or head[-1] in "_])`"):
