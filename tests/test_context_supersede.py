@@ -256,3 +256,32 @@ def test_a_key_of_attribute_words_with_a_value_of_words_supersedes(old: str, new
 ])
 def test_a_value_of_words_under_another_key_replaces_nothing(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a URL of any scheme is one value (before, only http(s): s3://acme-stg was read as two names)
+    ("Uploads go to s3://acme-stg.", "Uploads go to s3://acme-stg2 from now on."),
+    ("The orders database is postgres://pg-main-3:5432/orders", "The orders database moved to postgres://pg-main-4:5432/orders"),
+    # a day of the month is a date (before, "the 19th" held no value at all)
+    ("The sprint ends on the 12th.", "Sprint end pushed to the 19th."),
+    ("Code freeze starts on the 3rd.", "Code freeze moved to the 5th."),
+])
+def test_a_url_of_any_scheme_or_a_day_of_the_month_is_a_value_a_change_replaces(old: str, new: str) -> None:
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    ("Uploads go to s3://acme-stg.", "Logs go to s3://acme-logs."),  # another thing's bucket
+    ("The sprint ends on the 12th.", "The release is on the 19th."),
+    ("The sprint ends on the 12th.", "The sprint has 3 open tickets."),  # another kind of value
+    ("Uploads go to s3://acme-stg.", "We use a 3rd-party uploader for images."),  # "3rd-party" is no date
+])
+def test_another_things_url_or_day_replaces_nothing(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)
+
+
+def test_a_url_and_a_day_are_what_the_line_holds() -> None:
+    assert facts.held_values(facts.analyse("Uploads go to s3://acme-stg.", "user")) == {"s3://acme-stg"}
+    assert facts.held_values(facts.analyse("The sprint ends on the 12th.", "user")) == {"12th"}
+    assert facts.value_kinds(frozenset({"12th", "s3://acme-stg"})) == {"date", "address"}
+    assert not facts.held_values(facts.analyse("We use a 3rd-party uploader.", "user"))

@@ -39,8 +39,8 @@ MAX_UNIT_CHARS = 400
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9\"'`(\[*@-])")
 
-_ADDRESS = re.compile(r"https?://\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w@])@[\w][\w.-]*")
-"""URLs, e-mail addresses, @handles: values."""
+_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w@])@[\w][\w.-]*")
+"""URLs of any scheme (https://, s3://, postgres://), e-mail addresses, @handles: values."""
 _HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b")
 """Checksums and commit ids (hex with a digit and a letter), taken before identifiers: a hash
 that starts with a letter is not a name."""
@@ -57,6 +57,7 @@ _VALUE = fastre.Folded(re.compile(
     r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps|rpm)(?!\w)"  # quantities
     r"|(?<![\w-])\d+(?:\.\d+)?(?:°?[cf]|ki|mi|gi|ti|k|x)(?![\w-])"  # 512Mi, 75F, 30°C, 10k, 2x (no space; not in a uuid)
     r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
+    r"|(?<![\w-])\d{1,2}(?:st|nd|rd|th)(?![\w-])"               # a day of the month: the 19th
     r"|\b\d+\b"                                               # plain numbers
     r"|\"[^\"\n]{1,120}\"|`[^`\n]{1,120}`|(?<!\w)'[^'\n]{2,80}'(?!\w)",  # quoted values
     re.I,

@@ -11,8 +11,8 @@ from functools import lru_cache
 
 _KINDS = (
     ("hash", re.compile(r"^(?=[0-9a-f]*\d)[0-9a-f]{7,64}$", re.I)),
-    ("address", re.compile(r"^(?:https?://|[\w.+-]+@|@)")),
-    ("date", re.compile(r"^\d{4}-\d{2}-\d{2}")),
+    ("address", re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.+-]+@|@)", re.I)),
+    ("date", re.compile(r"^\d{4}-\d{2}-\d{2}|^\d{1,2}(?:st|nd|rd|th)$", re.I)),
     ("ip", re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")),
     ("path", re.compile(r"/")),
     ("version", re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$")),
