@@ -229,6 +229,8 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
             continue  # two lines about different things (T-14 and T-15, billing-svc and auth-svc)
         if held and old_held and qualified_apart(u, e.unit, common):
             continue  # "Project spending ceiling" does not update "Conference spending ceiling"
+        if not held and _bare_identifiers(old_held) and not facts.attribute_words(u) & facts.attribute_words(e.unit):
+            continue  # an identifier says nothing of what it is: "release branch" is no "build tag"
         # a word many lines say (ceiling, week) tells less about which line this one updates than
         # one only this line says (trip): "New ceiling for trip costs" updates the trip expenses,
         # not the conference ceiling beside them
@@ -236,6 +238,11 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         if best is None or score >= best[0]:
             best = (score, i)
     return best[1] if best else None
+
+
+def _bare_identifiers(values: frozenset[str]) -> bool:
+    """Values that are bare identifiers only (`valueslot.identifiers`): rc-41, pg-main-3."""
+    return bool(values) and valueslot.identifiers(values, facts._IDENT, facts._NAME)
 
 
 _STANDING = re.compile(r"from now on|going forward|henceforth|until further notice|from here on", re.I)
