@@ -287,3 +287,18 @@ def test_a_url_and_a_day_are_what_the_line_holds() -> None:
     assert facts.held_values(facts.analyse("The sprint ends on the 12th.", "user")) == {"12th"}
     assert facts.value_kinds(frozenset({"12th", "s3://acme-stg"})) == {"date", "address"}
     assert not facts.held_values(facts.analyse("We use a 3rd-party uploader.", "user"))
+
+
+def test_a_list_or_line_number_is_no_value_and_links_nothing() -> None:
+    # real sessions: "1" of a numbered list item whose title says "updates" (a correction cue)
+    # replaced every earlier line holding a 1, a diff stat and each file's first line among them
+    lines = ["10 files changed, 548 insertions(+), 1 deletion(-)", "     1→defmodule SpotterWeb.Router do",
+             "1. [● P1] [epic] spotter-a0y: Single-session transcript bootstrap sync + live tail updates"]
+    store = FactStore()
+    store.extend([(facts.analyse(t, "tool"), i + 1) for i, t in enumerate(lines)])
+    assert [r.text for r in store.current()] == lines
+    assert facts.held_values(facts.analyse(lines[2], "tool")) == set()
+    assert facts.held_values(facts.analyse("3) Retry limit: 5", "tool")) == {"5"}
+    assert facts.held_values(facts.analyse("    40→ PORT = 8080", "tool")) == {"8080"}
+    # and a correction still corrects
+    assert _current("Retry limit: 5", "Correction: retry limit is 7") == ["Correction: retry limit is 7"]

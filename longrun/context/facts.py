@@ -264,6 +264,21 @@ def analyse(text: str, source: str, where: str = "", order: int = 0) -> Unit:
     return u
 
 
+_NUMBERED = re.compile(r"\s*(?:\d{1,4}[.)]\s+|\d{1,6}→)")
+"""A list item's number ("1. ", "12) ") or a file line's ("  40→", as a file reader prints it)."""
+
+
+def _unnumbered(text: str) -> str:
+    """The line without a leading list or line number: its place in a list or a file, not a value
+    of the fact. As a value, "1" of "1. [epic] X: ... updates" (read as a correction by its word
+    "updates") linked it to "10 files changed, 548 insertions(+), 1 deletion(-)" and to every
+    file's first line ("1→defmodule ..."), and those left the current facts (real sessions)."""
+    if not text[:1].isdigit() and not text[:1].isspace():
+        return text
+    m = _NUMBERED.match(text)
+    return text[m.end():] if m else text
+
+
 @lru_cache(maxsize=65_536)
 def _cues(text: str, source: str) -> dict[str, Any]:
     """`analyse`'s fields but `where` and `order`, which depend on the text and its source alone,
@@ -271,7 +286,7 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     into each Unit's fields, whose values are immutable). Its `memo` is shared by every Unit of the
     same text and source: what is memoised there (subjects, held values, attributes, topic)
     derives from those fields alone, so each compaction's fold does not derive it again for every row."""
-    label, body = kinds.strip_label(text)
+    label, body = kinds.strip_label(_unnumbered(text))
     values, names, words, relation, status, correction = _analysis(body)
     kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
         "status" if status else "value")
