@@ -302,3 +302,13 @@ def test_a_list_or_line_number_is_no_value_and_links_nothing() -> None:
     assert facts.held_values(facts.analyse("    40→ PORT = 8080", "tool")) == {"8080"}
     # and a correction still corrects
     assert _current("Retry limit: 5", "Correction: retry limit is 7") == ["Correction: retry limit is 7"]
+
+
+def test_a_numbered_list_item_is_one_unit_and_its_number_no_fact() -> None:
+    # before, "1. Use port 8080." was split into "1." (a fact of its own, value 1) and the rest
+    plan = "Plan:\n1. Use port 8080. Then restart it.\n2. Use Redis for the cache.\n3) Deploy to eu-west-1."
+    assert facts.split_units(plan) == ["Plan:", "1. Use port 8080.", "Then restart it.", "2. Use Redis for the cache.",
+                                       "3) Deploy to eu-west-1."]
+    assert "1." not in _current(plan) and "2." not in _current(plan)
+    # a checklist item's later state still replaces it
+    assert _current("1. [ ] MIG-7 backfill", "1. [x] MIG-7 backfill") == ["1. [x] MIG-7 backfill"]

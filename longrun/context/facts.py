@@ -205,6 +205,17 @@ def split_units(text: str, prose: bool = True) -> list[str]:
     return list(_split_units(text, prose))
 
 
+def _sentences(line: str) -> list[str]:
+    """The sentences of a line, a leading list number kept with the first: "1. Use port 8080."
+    is one unit, not "1." (a fact of its own, with the value 1) and "Use port 8080."."""
+    lead = _NUMBERED.match(line) if line[:1].isdigit() else None
+    at = lead.end() if lead else 0
+    parts = [s for s in _SENTENCE_END.split(line[at:]) if s]
+    if at and parts:
+        parts[0] = line[:at] + parts[0]
+    return parts
+
+
 _RULE_CHARS = frozenset("|-:+=*#_ `~")
 """What a table rule or a divider is made of: such a line holds no fact."""
 
@@ -243,7 +254,7 @@ def _split_units(text: str, prose: bool) -> tuple[str, ...]:
         # (asked only of prose: a tool's line up to the cap is its own record whatever it says)
         split = len(line) > MAX_UNIT_CHARS or (prose and not (
             fastre.found(kinds.RULE, line) or bool(kinds.LABEL.match(line)) or fastre.found(kinds.OVERRIDE, line)))
-        parts = [s for s in _SENTENCE_END.split(line) if s] if split else [line]
+        parts = _sentences(line) if split else [line]
         for p in parts:
             if len(p) > MAX_UNIT_CHARS:
                 p = p[: p.rfind(" ", 0, MAX_UNIT_CHARS) if " " in p[:MAX_UNIT_CHARS] else MAX_UNIT_CHARS] + " …"
