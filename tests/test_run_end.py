@@ -45,6 +45,7 @@ def test_the_status_and_run_finished_are_one_statement(db_url: str, tmp_path) ->
 
 @pytest.mark.parametrize(("status", "events", "fragment"), [
     ("running", [RunFinished(status="completed", reason="x")], "does not end a run"),
+    ("sleeping", [RunFinished(status="completed", reason="x")], "is not one of"),
     ("completed", [], "at least its run_finished"),
     ("completed", [ToolRan(tool="read_file", call_id="c", is_error=False), {"kind": "made_up"}],
      "events[1]: invalid audit event"),

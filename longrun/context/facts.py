@@ -411,8 +411,10 @@ def _head_says_of_a_subject(head: str, sep: str, span: tuple[int, int]) -> bool:
     subject and say something of it (a content word or an attribute name). After a label
     ("Blocked: T-14", "Next up: MIG-7") or a bare name ("orders-api: pg-main-3") the identifier
     stays a subject, and two such lines stay two facts. After attribute words alone ("Region:
-    us-east-1", "The cluster is k8s-east-3": each word one of `SYNONYMS`) it is the attribute's
-    value, as after `region=`, so a later region replaces it."""
+    us-east-1", "The cluster is k8s-east-3": each word one of `SYNONYMS`), or after one such word
+    with at most two qualifiers before it ("Our primary region is"), it is the attribute's value,
+    as after `region=`, so a later region replaces it. After "<verb> to" (`valueslot.TO`) only
+    those heads make a value: after a name it is a relation's other end."""
     if sep == "=":
         return True
     _, names, words, *_ = _analysis(head)

@@ -46,7 +46,7 @@ eu-west-1"): taken as a value only after attribute words, never after a name (`f
 
 def find(text: str, ident: re.Pattern[str], name: re.Pattern[str],
          hexa: re.Pattern[str]) -> tuple[str, str, tuple[int, int]] | None:
-    """(the head before the value place, its separator ":", "=", "is", "|"; the identifier's span)
+    """(the head before the value place, its separator ":", "=", "is", "|" or `TO`; the identifier's span)
     when `text` ends in a value place holding one identifier (`ident` or `name`, not a hash `hexa`),
     else None. Whether the head makes it a value is the caller's (`facts`) to decide."""
     if not _CHARS.search(text):

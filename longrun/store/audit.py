@@ -205,13 +205,17 @@ class AuditMixin(ChainAppendMixin):
                 there are no events (nothing written).
             RunNotFoundError: no run has this id.
         """
-        if not RunStatus(status).finished:
+        try:
+            final = RunStatus(status)
+        except ValueError:
+            raise InvalidInputError(f"status: {status!r} is not one of {', '.join(s.value for s in RunStatus)}") from None
+        if not final.finished:
             raise InvalidInputError(f"status: {status!r} does not end a run")
         check_text("reason", reason, MAX_TEXT)
         if not events:
             raise InvalidInputError("events: a run's end is recorded by at least its run_finished event")
         checked = [(*self._audit_entry(e, "system", f"events[{i}]: "), "system") for i, e in enumerate(events)]
-        extra = {"status": RunStatus(status).value, "reason": reason}
+        extra = {"status": final.value, "reason": reason}
         return self._append_audits("end_run", run_id, checked, sql=_END_RUN_SQL, extra=extra)
 
     def _append_audits(self, what: str, run_id: str, checked: list[tuple[Any, dict[str, Any], str, str]], *,
