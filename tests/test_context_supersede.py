@@ -312,3 +312,18 @@ def test_a_numbered_list_item_is_one_unit_and_its_number_no_fact() -> None:
     assert "1." not in _current(plan) and "2." not in _current(plan)
     # a checklist item's later state still replaces it
     assert _current("1. [ ] MIG-7 backfill", "1. [x] MIG-7 backfill") == ["1. [x] MIG-7 backfill"]
+
+
+def test_a_correction_word_in_a_tools_output_is_data_and_corrects_nothing() -> None:
+    # real sessions: "NOT NULL", "updated_at", "Updated issue" in tool output read as corrections,
+    # and each replaced an earlier output line sharing a value or a name with it
+    lines = ["17→ session_id TEXT NOT NULL REFERENCES sessions(id),", "38→ pane_id TEXT NOT NULL,",
+             "45→ inserted_at TEXT NOT NULL,", "46→ updated_at TEXT NOT NULL"]
+    store = FactStore()
+    store.extend([(facts.analyse(t, "tool"), i + 1) for i, t in enumerate(lines)])
+    assert [r.text for r in store.current()] == lines
+    assert not facts.analyse("46→ updated_at TEXT NOT NULL", "tool").correction
+    # a person's or the agent's correction still corrects
+    assert facts.analyse("Correction: the pool size is 20, not 10", "agent").correction
+    assert _current("The pool size is 10", ("agent", "Correction: the pool size is 20, not 10")) == [
+        "Correction: the pool size is 20, not 10"]

@@ -305,6 +305,9 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     correction = correction or (len(body) < len(text) and fastre.found(CORRECTION, text[: len(text) - len(body)]))
     if not correction and kind not in ("rule", "preference") and fastre.found(NOT_CUE, body):
         correction = True
+    # in a tool's output "updated_at", "NOT NULL", "was" or "final" is data, not a speaker
+    # correcting what was said: a later output replaces an earlier one by key or subject only
+    correction = correction and source != "tool"
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
     return {  # the dataclass's field order
         "text": text, "source": source, "where": "", "order": 0,
