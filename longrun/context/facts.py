@@ -301,13 +301,12 @@ def _cues(text: str, source: str) -> dict[str, Any]:
     values, names, words, relation, status, correction = _analysis(body)
     kind: str = kinds.classify(body, relation=relation, status=status, label=label) if source != "tool" else (
         "status" if status else "value")
-    # the label, if any, may say it corrects ("Correction:"); without one there is nothing to search
-    correction = correction or (len(body) < len(text) and fastre.found(CORRECTION, text[: len(text) - len(body)]))
-    if not correction and kind not in ("rule", "preference") and fastre.found(NOT_CUE, body):
-        correction = True
     # in a tool's output "updated_at", "NOT NULL", "was" or "final" is data, not a speaker
-    # correcting what was said: a later output replaces an earlier one by key or subject only
-    correction = correction and source != "tool"
+    # correcting what was said: a later output replaces an earlier one by key or subject only.
+    # Else the label, if any, may say it corrects ("Correction:"), and "not" does outside rules
+    correction = source != "tool" and (
+        correction or (len(body) < len(text) and fastre.found(CORRECTION, text[: len(text) - len(body)]))
+        or (kind not in ("rule", "preference") and fastre.found(NOT_CUE, body)))
     instruction = source in ("user", "note") and (bool(INSTRUCTION.search(body)) or kind == "rule")
     return {  # the dataclass's field order
         "text": text, "source": source, "where": "", "order": 0,

@@ -34,6 +34,7 @@ from longrun.store.core import (
     MAX_ARTIFACT_BYTES,
     MAX_EVENT_BYTES,
     InvalidInputError,
+    check_status,
     check_text,
     check_text_size,
     fetch,
@@ -205,10 +206,7 @@ class AuditMixin(ChainAppendMixin):
                 there are no events (nothing written).
             RunNotFoundError: no run has this id.
         """
-        try:
-            final = RunStatus(status)
-        except ValueError:
-            raise InvalidInputError(f"status: {status!r} is not one of {', '.join(s.value for s in RunStatus)}") from None
+        final = check_status(status)
         if not final.finished:
             raise InvalidInputError(f"status: {status!r} does not end a run")
         check_text("reason", reason, MAX_TEXT)

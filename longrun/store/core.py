@@ -55,7 +55,7 @@ from longrun.errors import (
     StoreError,
     StoreUnavailable,
 )
-from longrun.models import canonical_json
+from longrun.models import RunStatus, canonical_json
 from longrun.redact import Redactor, default_redactor
 from longrun.store.engine import make_engine
 from longrun.store.tables import APPEND_ONLY_SQLSTATE, RUN_ID_MAX, RunRow
@@ -135,6 +135,14 @@ def check_int(name: str, value: Any, *, minimum: int, optional: bool = False) ->
         raise InvalidInputError(f"{name}: expected an integer, got {type(value).__name__} {value!r:.60}")
     if value < minimum:
         raise InvalidInputError(f"{name}: must be >= {minimum}, got {value}")
+
+
+def check_status(status: Any) -> RunStatus:
+    """`status` as a `RunStatus`, or an `InvalidInputError` that names the allowed ones."""
+    try:
+        return RunStatus(status)
+    except ValueError:
+        raise InvalidInputError(f"status: {status!r} is not one of {', '.join(s.value for s in RunStatus)}") from None
 
 
 def check_text(name: str, value: Any, limit: int, *, nonempty: bool = False) -> None:

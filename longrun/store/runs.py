@@ -34,11 +34,11 @@ from longrun.store.audit import AuditMixin
 from longrun.store.chain import state_version_payload
 from longrun.store.core import (
     MAX_EVENT_BYTES,
-    InvalidInputError,
     calibration_json,
     check_int,
     check_run_id,
     check_size,
+    check_status,
     check_text,
     fetch_one,
     fields,
@@ -201,11 +201,7 @@ class RunsMixin(TranscriptMixin, AuditMixin):
             InvalidInputError: unknown status or oversized reason.
             RunNotFoundError: no run has this id.
         """
-        try:
-            value = RunStatus(status).value
-        except ValueError:
-            allowed = ", ".join(s.value for s in RunStatus)
-            raise InvalidInputError(f"status: {status!r} is not one of {allowed}") from None
+        value = check_status(status).value
         check_text("reason", reason, MAX_TEXT)
 
         self._update_run("set_run_status", run_id, "status = %(status)s, reason = %(reason)s",
