@@ -120,3 +120,40 @@ def test_another_qualifier_or_a_name_before_the_change_keeps_both_lines() -> Non
     # after a name, "switched to" states a relation between two names, not a value of the first
     u = facts.analyse("search-web switched to pay-v2", "user")
     assert facts.subjects(u) == {"search-web", "pay-v2"} and not facts.held_values(u)
+
+
+SETTING_CHANGED = (
+    # (earlier, later): a log level or a switch set again, said as an instruction, a record or prose
+    ("Set LOG_LEVEL to INFO.", "Change LOG_LEVEL to DEBUG."),
+    ("Log level: INFO", "Switch the log level to DEBUG."),
+    ("The log level is INFO in staging.", "Staging log level is DEBUG now."),
+    ("Feature flag new_checkout is on.", "Turn new_checkout off."),
+    ("new_checkout: enabled", "new_checkout: disabled"),
+    ("Disable caching for the API.", "Enable caching for the API."),
+)
+SETTINGS_APART = (
+    # (earlier, later): two settings, or a switch word that is prose; both stay current
+    ("Set LOG_LEVEL to INFO.", "Set METRICS_LEVEL to DEBUG."),
+    ("Staging log level is INFO.", "Prod log level is WARN."),
+    ("Feature flag new_checkout is on.", "Feature flag dark_mode is off."),
+    ("Turn new_checkout off.", "Turn dark_mode on."),
+    ("Disable caching for the API.", "Enable compression for the API."),
+    ("Feature flag new_checkout is on.", "Alice is on call for new_checkout this week."),
+    ("Switch checkout-web to pay-v2.", "Switch search-web to pay-v3."),
+    ("Set the theme to dark.", "Set the font to mono."),
+)
+
+
+def test_a_setting_set_again_replaces_its_earlier_value() -> None:
+    for earlier, later in SETTING_CHANGED:
+        assert _current(earlier, later) == [later], (earlier, later)
+    assert facts.analyse("Set LOG_LEVEL to INFO.", "user").values == {"INFO"}
+    assert facts.analyse("We renamed the default branch to main.", "user").values == {"main"}
+
+
+def test_two_settings_and_prose_switch_words_stay_apart() -> None:
+    for earlier, later in SETTINGS_APART:
+        assert _current(earlier, later) == [earlier, later], (earlier, later)
+    assert facts.analyse("Alice is on call this week.", "user").values == set(), "'on' in prose is no value"
+    assert facts.analyse("# Enable tracing for the API", "tool").values == set(), "a code comment sets nothing"
+    assert "pay-v2" in facts.analyse("Switch checkout-web to pay-v2.", "user").names, "a relation's end stays a name"

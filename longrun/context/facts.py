@@ -354,7 +354,7 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
         rest = _JSON_KEY.sub(" ", rest)
     else:
         slot = valueslot.find(rest, _IDENT, _NAME, _HASH)
-        if slot is not None and _head_says_of_a_subject(*slot):
+        if slot is not None and _head_says_of_a_subject(*slot, value=rest[slot[2][0]:slot[2][1]]):
             a, b = slot[2]
             values.add(rest[a:b])
             rest = f"{rest[:a]} {rest[b:]}"
@@ -407,7 +407,7 @@ def _json_values(record: str, values: set[str]) -> str:
     return record
 
 
-def _head_says_of_a_subject(head: str, sep: str, span: tuple[int, int]) -> bool:
+def _head_says_of_a_subject(head: str, sep: str, span: tuple[int, int], value: str = "") -> bool:
     """Whether what precedes a value place (`valueslot.find`) makes the token there a value: what
     follows `KEY=` always is; before a colon, `is` or a table row's last cell, the head must name a
     subject and say something of it (a content word or an attribute name). After a label
@@ -416,10 +416,17 @@ def _head_says_of_a_subject(head: str, sep: str, span: tuple[int, int]) -> bool:
     us-east-1", "The cluster is k8s-east-3": each word one of `SYNONYMS`), or after one such word
     with at most two qualifiers before it ("Our primary region is"), it is the attribute's value,
     as after `region=`, so a later region replaces it. After "<verb> to" (`valueslot.TO`) only
-    those heads make a value: after a name it is a relation's other end."""
+    those heads make a value: after a name it is a relation's other end. A log level or a switch's
+    state (`valueslot.ENUM_VALUES`) is a value after any head; after a setting's verb
+    (`valueslot.SET`) the head may name only settings' keys and acronyms (LOG_LEVEL, the API), not a
+    thing (checkout-web)."""
     if sep == "=":
         return True
     _, names, words, *_ = _analysis(head)
+    if value.lower() in valueslot.ENUM_VALUES:
+        return bool(names or words)  # a level or a switch is never what a line is about
+    if sep == valueslot.SET:  # "Set LOG_LEVEL to INFO", "Switch the API to gRPC", not "Switch checkout-web to pay-v2"
+        return bool(names or words) and all(n.isalpha() or _CONFIG_KEY.fullmatch(n) for n in names)
     if not names and words and (all(w in _CANON for w in words) or _qualified_attribute(head, words)):
         return True
     if sep == valueslot.TO:  # "checkout-web switched to pay-v2": a relation of two names, not a value
@@ -435,6 +442,9 @@ def _qualified_attribute(head: str, words: frozenset[str]) -> bool:
 
 
 _HEAD_WORD = re.compile(r"[a-z]+")
+_CONFIG_KEY = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+"""A setting's key (log_level, max_retries, names lowercased): what a setting line sets, not a
+thing it relates to another."""
 
 
 def said_alike(u: Unit, o: Unit) -> bool:

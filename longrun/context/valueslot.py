@@ -14,6 +14,9 @@ value; an identifier is one too when it stands where the value stands:
   of it (`facts`: a label, "Blocked: T-14", or a bare name, "orders-api: pg-main-3", does not);
 - as one token, followed at most by a remark in parentheses and a few plain words
   ("(provisional)", ", may change", "for now"). A token directly followed by "(" is a call.
+- after "to" in a setting said by its verb ("Set LOG_LEVEL to INFO", "We renamed the default
+  branch to main"), and a switch set by its verb ("Turn new_checkout off", "Disable caching"):
+  `SET`. A log level or a switch's state (`ENUM_VALUES`) is a value in any of these places.
 
 Split from `facts.py` by job (its size). Tests: tests/test_facts_value_slot.py.
 """
@@ -33,6 +36,33 @@ _SLOT = re.compile(
 )
 _CHARS = re.compile(r"[:=|]|\s(?:is|are)\s|(?:ed|set) to\s")
 """What a line needs for `_SLOT` to match anywhere (most lines have none: not searched)."""
+LEVELS = frozenset(("trace", "debug", "info", "notice", "warn", "warning", "error", "fatal", "critical"))
+SWITCHES = frozenset(("on", "off", "enabled", "disabled", "enable", "disable", "true", "false"))
+ENUM_VALUES = LEVELS | SWITCHES
+"""Words that are settings' values, not names or prose: a log level (INFO, DEBUG) and a switch's
+state (on, off, enabled, true). In a value place they are the value, so "Switch the log level to
+DEBUG" replaces "Log level: INFO", and "new_checkout: disabled" replaces "new_checkout: enabled"
+(issue 25: a correction kept beside what it corrects). Lowercase, a switch word is also prose
+("Alice is on call", "the build is off track"): there it is a value only when it ends the line."""
+_TOKEN = r"(?P<value>[A-Za-z](?:[\w.:-]*[A-Za-z0-9])?)"
+_BARE_TRAIL = r"(?P<trail>(?:\s+\([^()]*\))?\s*[.!]?\s*)$"
+_LEAD = (r"^[\s>*+-]*(?:(?:please|pls|ok|okay|so|and|also|then|now)\W+)*"
+         r"(?:let'?s\s+|(?:we|i)(?:'ll|'ve|\s+(?:should|need to|will|can|must|have|had))?\s+)?")
+_SET_TO = re.compile(
+    _LEAD + r"(?:set|change[ds]?|switch(?:e[ds])?|move[ds]?|update[ds]?|bump(?:ed|s)?|rename[ds]?|flip(?:ped|s)?"
+    r"|turn(?:ed|s)?)\s+(?P<head>[^,;:=|]+?)\s+(?:over\s+)?to\s+" + _TOKEN + _BARE_TRAIL, re.I)
+"""The setting said as an instruction or as done: "Set LOG_LEVEL to INFO", "Switch the log level
+to DEBUG", "We renamed the default branch to main". What follows "to" ends the line. A bullet or a
+quote may lead the line, a code comment ("# Enable tracing") not: it says what code does."""
+_TURN = re.compile(
+    _LEAD + r"(?:(?:turn(?:ed|s)?|switch(?:e[ds])?|flip(?:ped|s)?)\s+(?P<head>[^,;:=|]+?)\s+(?P<value>on|off)"
+    r"|(?:turn(?:ed|s)?|switch(?:e[ds])?)\s+(?P<value2>on|off)\s+(?P<head2>[^,;:=|]+?)"
+    r"|(?P<value3>enable|disable)[ds]?\s+(?P<head3>[^,;:=|]+?))" + _BARE_TRAIL, re.I)
+"""A switch set by its verb: "Turn new_checkout off", "turn off new_checkout", "Disable caching for
+the API". The switch word is the value, whatever it is about the head."""
+_SET_CHARS = re.compile(r"\b(?:set|chang|switch|mov|updat|bump|renam|flip|turn|enabl|disabl)", re.I)
+SET = "set"
+"""The separator `find` names for the value of a setting said by its verb (`_SET_TO`, `_TURN`)."""
 ATTRIBUTE_NAMES = frozenset(("md5", "sha1", "sha256", "sha512", "crc32", "on-call", "ipv4", "ipv6", "p50", "p95", "p99",
                              "utf-8", "x86_64", "arm64", "k8s"))
 """Names that look like identifiers but say what, not who: never a fact's subject (nor its value)."""
@@ -49,6 +79,9 @@ def find(text: str, ident: re.Pattern[str], name: re.Pattern[str],
     """(the head before the value place, its separator ":", "=", "is", "|" or `TO`; the identifier's span)
     when `text` ends in a value place holding one identifier (`ident` or `name`, not a hash `hexa`),
     else None. Whether the head makes it a value is the caller's (`facts`) to decide."""
+    setting = _setting(text, ident, name)
+    if setting is not None:
+        return setting
     if not _CHARS.search(text):
         return None
     m = _SLOT.search(text)
@@ -56,7 +89,10 @@ def find(text: str, ident: re.Pattern[str], name: re.Pattern[str],
         return None
     value, head, sep = m.group("value"), text[: m.start()], m.group("sep").strip()
     sep = TO if sep.endswith(" to") else sep
-    if not (ident.fullmatch(value) or name.fullmatch(value)) or value.lower() in ATTRIBUTE_NAMES or hexa.fullmatch(value):
+    if value.lower() in ENUM_VALUES:
+        if not value.isupper() and _words(m.group("trail")):
+            return None  # "Alice is on call this week": prose, not a switch
+    elif not (ident.fullmatch(value) or name.fullmatch(value)) or value.lower() in ATTRIBUTE_NAMES or hexa.fullmatch(value):
         return None
     if not head.strip(" |*-") or not (head[-1].isalnum() or head[-1] in "_])`"):
         return None
@@ -66,6 +102,36 @@ def find(text: str, ident: re.Pattern[str], name: re.Pattern[str],
         if head.count("|") != 1:
             return None  # only a three-cell row reads as subject | attribute | value
     return head, sep, m.span("value")
+
+
+def _setting(text: str, ident: re.Pattern[str], name: re.Pattern[str]) -> tuple[str, str, tuple[int, int]] | None:
+    """(head, `SET`, the value's span) of a setting said by its verb (`_SET_TO`, `_TURN`), else None.
+    After "to" the value is an identifier, a name, a setting word (`ENUM_VALUES`) or one plain
+    lowercase word ("main"); whether the head makes it a value is the caller's to decide."""
+    if not _SET_CHARS.search(text):
+        return None
+    m = _TURN.match(text)
+    if m is not None:
+        for v, h in (("value", "head"), ("value2", "head2"), ("value3", "head3")):
+            if m.group(v) is not None:
+                return m.group(h), SET, m.span(v)
+    m = _SET_TO.match(text)
+    if m is None:
+        return None
+    value = m.group("value")
+    if not (value.lower() in ENUM_VALUES or ident.fullmatch(value) or name.fullmatch(value) or _PLAIN.fullmatch(value)):
+        return None
+    if value.lower() in ATTRIBUTE_NAMES:
+        return None
+    return m.group("head"), SET, m.span("value")
+
+
+_PLAIN = re.compile(r"[a-z][a-z-]{1,30}")
+
+
+def _words(trail: str) -> bool:
+    """The trail after a value holds words beyond a remark in parentheses."""
+    return bool(re.search(r"[A-Za-z]", re.sub(r"\([^()]*\)", "", trail)))
 
 
 def identifiers(values: Iterable[str], ident: re.Pattern[str], name: re.Pattern[str]) -> bool:
