@@ -327,3 +327,31 @@ def test_a_correction_word_in_a_tools_output_is_data_and_corrects_nothing() -> N
     assert facts.analyse("Correction: the pool size is 20, not 10", "agent").correction
     assert _current("The pool size is 10", ("agent", "Correction: the pool size is 20, not 10")) == [
         "Correction: the pool size is 20, not 10"]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a practice moved off, naming only the option it drops, or in its own words
+    ("We use MySQL.", "We're migrating off MySQL to Postgres."),
+    ("We deploy with Helm.", "We decided against Helm; we deploy with Kustomize."),
+    ("We're running on ECS.", "Moving off ECS to EKS next quarter."),
+    # a duty handed over, the old holder named after "from"
+    ("Alice is on call this week.", "Bob took over on-call from Alice."),
+    ("Dana handles support escalations.", "Eli is taking over support escalations from Dana."),
+    # renamed, or a limit loosened: said to change by its verb
+    ("The default branch is master.", "We renamed the default branch to main."),
+    ("Rate limit: 100/min", "rate limit loosened to 500/min"),
+])
+def test_a_practice_dropped_a_duty_handed_over_or_a_rename_supersedes(old: str, new: str) -> None:
+    assert _current(old, new) == [new]
+
+
+@pytest.mark.parametrize("pair", [
+    ("We use Redis for caching.", "We dropped MySQL."),  # drops another option
+    ("We deploy with Helm.", "We stopped using Jenkins."),
+    ("We use MySQL for orders-api.", "We're migrating billing-api off MySQL."),  # another thing moves off
+    ("Alice is on call this week.", "Bob took over billing from Alice."),  # another duty of the same person
+    ("Alice owns the billing migration.", "Bob took over on-call from Alice."),
+    ("The release branch is rel-4-2.", "We renamed the default branch to main."),
+])
+def test_a_move_off_another_option_or_a_handoff_of_another_duty_replaces_nothing(pair: tuple[str, str]) -> None:
+    assert _current(*pair) == list(pair)

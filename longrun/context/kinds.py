@@ -78,10 +78,12 @@ OVERRIDE = fastre.fold(re.compile(
     r"\b(?:not (?:doing|going with|going to (?:do|use)|using|use)|won't (?:do|use|go with)|reject\w*|ruled out"
     r"|revert\w*|roll(?:ed|ing|s)? back|back(?:ed|ing)? out|drop(?:ped|ping|s)?|(?:is|are) out|change of plan"
     r"|scrap(?:ped|ping|s)?|scratch|abandon\w*|no longer|instead|replac\w+|switch\w* (?:from|to|away)|cancel\w*"
-    r"|did(?: not|n't) (?:work|hold up|scale|pan out)|supersed\w*|overrid\w*|vetoed|decided against)\b",
+    r"|did(?: not|n't) (?:work|hold up|scale|pan out)|supersed\w*|overrid\w*|vetoed|decided against"
+    r"|(?:migrat|mov)\w* (?:off|away from)|stop(?:ped|ping)? using)\b",
     re.I,
 ))
-"""A line that overrides a choice: rejects, reverts, drops or replaces a plan or a decision."""
+"""A line that overrides a choice: rejects, reverts, drops or replaces a plan or a decision, or
+moves off a practice ("migrating off MySQL", "we stopped using Helm")."""
 CHOICE = fastre.fold(re.compile(
     r"\b(?:plan(?:ned|s)?|pick(?:ed)?|cho(?:se|sen|ose)|go(?:ing)? with|went with|let's|opt(?:ed)? for|leaning"
     r"|settled|agreed|decided|decision|use \S+ (?:as|for)|gets)\b|\bit is\b",
@@ -89,6 +91,14 @@ CHOICE = fastre.fold(re.compile(
 ))
 """A line that makes a choice ("Plan for X: use A", "We picked A", "Let's go with A", "X gets A"):
 what an override replaces."""
+PRACTICE = fastre.fold(re.compile(
+    r"\bwe(?:'re| are)? (?:use|using|deploy(?:ing)? (?:with|via|using)|run(?:ning)? on|host(?:ing)? on"
+    r"|build(?:ing)? with|standardi[sz]ed on)\b",
+    re.I,
+))
+"""A practice the team follows ("We deploy with Helm", "We use MySQL", "we're running on ECS"): a
+choice made before, replaced by an override that names it ("migrating off MySQL") or shares two
+words with it, not one ("We dropped the flaky test" is not about "We use pytest for the tests")."""
 
 PREFERENCE = re.compile(
     r"\b(?:prefers?|preferred|preference|i(?:'d| would) rather|would rather|i like|likes|i want|wants|rather than"

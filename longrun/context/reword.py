@@ -38,7 +38,7 @@ _MOVES = frozenset(("mov", "move", "chang", "set", "updat", "push", "pushe", "bu
                     # verbs that say a number changed ("raised to 800 rpm", "scaled to 9 nodes"); not
                     # "lower" or "cut", which are also what a thing is ("lower limit", "cut-over")
                     "rais", "raise", "increas", "decreas", "reduc", "tighten", "relax", "scal", "scale", "doubl",
-                    "halv", "extend", "shorten", "upgrad", "downgrad", "migrat"))
+                    "halv", "extend", "shorten", "upgrad", "downgrad", "migrat", "loosen", "widen", "narrow"))
 """Stems of verbs that only say a value changed ("moved the deadline to Friday"): not part of
 what the line is about."""
 
@@ -151,7 +151,8 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
 
 _UPDATE = re.compile(
     r"\b(?:now|new|newly|chang\w*|moved?|switch(?:ed)?|rotated|from now on|going forward|henceforth|no longer"
-    r"|instead|updated?|revised|retired|replac\w*|previous(?:ly)?|formerly|rebased"
+    r"|instead|updated?|revised|retired|replac\w*|previous(?:ly)?|formerly|rebased|renamed"
+    r"|t(?:ook|akes|aking) over|hand(?:ed|s|ing)? (?:over|off)"
     # a correction says it changes what was said ("ignore what I said about the port, it's 6432")
     r"|correction|corrected|scratch that|make that|i meant|i said|should (?:be|read))\b",
     re.I,
@@ -163,7 +164,7 @@ Searched as `fastre.Folded` (the same answers, without IGNORECASE's cost on ever
 reads, issue 25); `words_of` asks the pattern itself (`_UPDATE.fullmatch`) of single words."""
 CHANGED_BY = fastre.fold(re.compile(
     r"\b(?:bumped|raised|lowered|increased|decreased|reduced|doubled|halved|tripled|extended|shortened|slipped"
-    r"|tightened|relaxed|scaled|pushed (?:back|out)|upgraded|downgraded|migrated)\b"
+    r"|tightened|relaxed|loosened|widened|narrowed|scaled|pushed (?:back|out)|upgraded|downgraded|migrated)\b"
     # the imperative that sets a number ("Lower the threshold to 70F"), at the start of the line
     r"|^(?:please )?(?:lower|raise|increase|decrease|reduce|cut|bump|double|halve|extend|shorten)\b", re.I))
 """Verbs that say a number or a date changed ("batch size bumped to 128", "release date slipped to
@@ -204,6 +205,7 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
     # today" does not replace "never exceed $500 a day")
     groups = {group, "value"} if group == "rule" and held and standing_only(u.text) else {group}
     subjects = facts.subjects(u)
+    handed = _handed_over(u)
     best: tuple[float, int] | None = None
     for i in sorted({i for w in mine for i in near.get(w, ())}):
         e = entries[i]
@@ -218,6 +220,8 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
                 continue  # "CPU on node-3 raised to 95%" is not about "CPU is 80%" alone
         elif not (common & said) or len(common) < MIN_SHARE * len(theirs):
             continue  # a word of its own must match, not only the name both are about
+        if handed is not None and not common & handed:
+            continue  # "Bob took over billing from Alice" is not about Alice's on-call week
         old_held, old_subjects = facts.held_values(e.unit), facts.subjects(e.unit)
         if by_number and not old_held:
             continue  # said to change by a number-change verb: it replaces a line that held a value
@@ -238,6 +242,20 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         if best is None or score >= best[0]:
             best = (score, i)
     return best[1] if best else None
+
+
+_HANDOFF = re.compile(r"\b(?:t(?:ook|akes|aking) over|hand(?:ed|s|ing)? (?:over|off))\s+(?P<what>.+?)\s+(?:from|to)\s+\w",
+                      re.I)
+
+
+def _handed_over(u: Unit) -> frozenset[str] | None:
+    """The topic words of what a handoff line hands over ("Bob took over on-call from Alice":
+    on-call), or None for a line that is no handoff: the line it updates must share one of them,
+    not only the person who had it."""
+    if "handed" not in u.memo:
+        m = _HANDOFF.search(u.text)
+        u.memo["handed"] = words_of(facts.analyse(m.group("what"), u.source)) if m else None
+    return u.memo["handed"]  # type: ignore[no-any-return]
 
 
 def _bare_identifiers(values: frozenset[str]) -> bool:
@@ -345,12 +363,15 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
     agent replaces each earlier line of either that makes a choice (a decision, or `CHOICE`) about
     the same things (it names no identifier the override does not; neither names any, or both do) and
     says the option it overrides too (a content word or a name beyond the subject: "Redis",
-    "JWT", "blue-green"). A rule is never replaced this way (a rule is replaced only by
+    "JWT", "blue-green"), or names it right after its cue ("migrating off MySQL" overrides "We use
+    MySQL"). A practice (`kinds.PRACTICE`: "We deploy with Helm") is a choice too, replaced only by
+    an override that names it or shares two words with it. A rule is never replaced this way (a rule is replaced only by
     a rule); the replaced lines stay in the store, superseded."""
     if u.source not in ("user", "agent") or u.kind == "rule" or not fastre.found(kinds.OVERRIDE, u.text):
         return []
     subjects = facts.subjects(u)
     mine = _said(u)
+    option = _rejected_option(u)
     out = []
     for i in sorted({i for w in words_of(u) for i in near.get(w, ())}, reverse=True):
         e = entries[i]
@@ -360,12 +381,33 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
         theirs = facts.subjects(o)
         if bool(theirs) != bool(subjects) or (theirs and (not theirs & subjects or ident_like(theirs - subjects))):
             continue  # about another thing: "| B | API style | REST | rejected |" and "A API style = gRPC"
-        # what both say beyond the thing they are about: the option ("Redis", "JWT", "blue-green")
-        if len(mine & _said(o)) < 1 + bool(theirs):
+        # what both say beyond the thing they are about: the option ("Redis", "JWT", "blue-green"),
+        # or the option the override names right after its cue ("migrating off MySQL": MySQL)
+        named = bool(option) and option in _said(o) and not ident_like(frozenset((option,)))  # an option, not a thing
+        shared = len(mine & _said(o))
+        if shared < 1 + bool(theirs) and not named:
             continue
-        if o.kind == "decision" or fastre.found(kinds.CHOICE, o.text):
+        if o.kind == "decision" or fastre.found(kinds.CHOICE, o.text) or (
+                (named or shared >= 2) and fastre.found(kinds.PRACTICE, o.text)):
             out.append(i)
     return out
+
+
+_REJECTED = re.compile(
+    r"\b(?:decided against|(?:migrat|mov)\w* (?:off|away from)|stop(?:ped|ping)? using|not (?:using|going with)"
+    r"|drop(?:ped|ping)?|scrap(?:ped|ping)?|abandon(?:ed|ing)?|reject(?:ed|ing)?|ruled out|won't use)"
+    r"\s+(?:the\s+|our\s+)?(?P<option>[A-Za-z][\w.-]*\w)", re.I)
+
+
+def _rejected_option(u: Unit) -> str:
+    """The option an override names right after its cue ("We're migrating off MySQL to Postgres":
+    mysql), lowercase as `_said` holds a name, or "": the choice that named it is the one
+    overridden, although the two share no other word ("We use MySQL")."""
+    m = _REJECTED.search(u.text)
+    if m is None:
+        return ""
+    option = m.group("option").lower()
+    return option if option in facts.subjects(u) else facts._stem(option)
 
 
 _CHOOSING = frozenset(("plan", "plann", "decision", "decid", "option", "pick", "chose", "chosen", "choic", "agre",
