@@ -340,8 +340,17 @@ def test_a_correction_word_in_a_tools_output_is_data_and_corrects_nothing() -> N
     # renamed, or a limit loosened: said to change by its verb
     ("The default branch is master.", "We renamed the default branch to main."),
     ("Rate limit: 100/min", "rate limit loosened to 500/min"),
+    # a part replaced, said by a thing rather than "we"; a pronoun's verb is no topic word
+    ("Auth uses JWT.", "We replaced JWT with opaque session tokens."),
+    ("We're targeting Python 3.11.", "Actually target Python 3.12."),
+    ("Use Node 18 for the build.", "Upgrade the build to Node 20."),
+    ("Test coverage is at 62%.", "Coverage is up to 71%."),
+    # a duration in words is the duration in letters: one kind of value
+    ("Timeout is 30 seconds.", "Timeout is now 45s."),
+    ("The request timeout is 30s.", "Request timeout changed to 2 minutes."),
+    ("Cache TTL: 5 minutes", "TTL is 10 minutes going forward."),
 ])
-def test_a_practice_dropped_a_duty_handed_over_or_a_rename_supersedes(old: str, new: str) -> None:
+def test_a_practice_dropped_a_duty_handed_over_a_rename_or_a_change_in_other_words_supersedes(old: str, new: str) -> None:
     assert _current(old, new) == [new]
 
 
@@ -352,6 +361,16 @@ def test_a_practice_dropped_a_duty_handed_over_or_a_rename_supersedes(old: str, 
     ("Alice is on call this week.", "Bob took over billing from Alice."),  # another duty of the same person
     ("Alice owns the billing migration.", "Bob took over on-call from Alice."),
     ("The release branch is rel-4-2.", "We renamed the default branch to main."),
+    ("Auth uses JWT.", "We replaced the logo with a new one."),
+    ("billing-api uses JWT.", "We replaced JWT in search-api."),
+    ("Coverage is up to 71%.", "Latency is up to 300ms."),
 ])
 def test_a_move_off_another_option_or_a_handoff_of_another_duty_replaces_nothing(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)
+
+
+def test_a_quantitys_kind_is_its_unit() -> None:
+    assert facts.value_kinds(frozenset({"30 seconds", "45s", "2 minutes"})) == {"duration"}
+    assert facts.value_kinds(frozenset({"99.9%", "4 hours", "512Mi", "800 rpm", "75F"})) == {
+        "percent", "duration", "size", "rate", "quantity"}
+    assert facts.held_values(facts.analyse("Timeout is 30 seconds.", "user")) == {"30 seconds"}

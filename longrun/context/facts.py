@@ -54,7 +54,8 @@ _VALUE = fastre.Folded(re.compile(
     r"|\b\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?\b"                # dates (re.I: T, Z; lowercase for fastre)
     r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                  # IPv4 (and port)
     r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])"               # 120,000: one number, not two
-    r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps|rpm)(?!\w)"  # quantities
+    r"|\b\d+(?:[.,]\d+)?\s?(?:%|ms|s|sec|m|min|h|d|kb|mb|gb|tb|kib|mib|gib|rps|qps|rpm"  # quantities
+    r"|milliseconds?|seconds?|secs|minutes?|mins|hours?|hrs?|days?|weeks?)(?!\w)"  # "30 seconds" is "30s"
     r"|(?<![\w-])\d+(?:\.\d+)?(?:°?[cf]|ki|mi|gi|ti|k|x)(?![\w-])"  # 512Mi, 75F, 30°C, 10k, 2x (no space; not in a uuid)
     r"|\bv?\d+(?:[.:]\d+)+(?:[-+][\w.]+)?\b"                   # versions, times, ratios
     r"|(?<![\w-])\d{1,2}(?:st|nd|rd|th)(?![\w-])"               # a day of the month: the 19th
@@ -138,7 +139,10 @@ Neither a thing called outdated ("libfoo 1.2 is outdated" is a fact about libfoo
 of a stale source ("the docs are out of date: the port is 9090") is dismissed this way."""
 
 STOPWORDS = frozenset(
-    ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values"]
+    ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "by", "with", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "i", "we", "you", "he", "she", "they", "me", "us", "our", "your", "my", "his", "her", "their", "them", "so", "then", "than", "too", "very", "just", "also", "please", "ok", "okay", "yes", "no", "not", "now", "will", "would", "should", "could", "can", "may", "might", "must", "shall", "do", "does", "did", "done", "has", "have", "had", "having", "what", "which", "who", "whom", "when", "where", "why", "how", "all", "any", "some", "each", "every", "both", "few", "more", "most", "other", "such", "only", "own", "same", "into", "over", "under", "again", "further", "once", "about", "above", "below", "up", "down", "out", "off", "if", "else", "while", "after", "before", "during", "let", "lets", "let's", "get", "got", "go", "going", "make", "made", "set", "use", "used", "using", "via", "per", "new", "old", "value", "values",
+     # a pronoun with its verb ("We're targeting Python 3.11"): says no more than the pronoun
+     "we're", "we've", "we'll", "we'd", "i'm", "i've", "i'll", "i'd", "you're", "you've", "you'll", "they're",
+     "they've", "they'll", "he's", "she's", "that's", "there's", "here's"]
 )
 _CUE_WORDS = frozenset(
     ["correction", "corrected", "actually", "scratch", "update", "updated", "updates", "changed", "change", "revised", "revise", "amended", "amend", "instead", "rather", "longer", "earlier", "said", "meant", "make", "should", "supersede", "superseded", "final", "finally", "wrong", "now", "was", "not", "is", "it's", "that",

@@ -93,7 +93,8 @@ CHOICE = fastre.fold(re.compile(
 what an override replaces."""
 PRACTICE = fastre.fold(re.compile(
     r"\bwe(?:'re| are)? (?:use|using|deploy(?:ing)? (?:with|via|using)|run(?:ning)? on|host(?:ing)? on"
-    r"|build(?:ing)? with|standardi[sz]ed on)\b",
+    r"|build(?:ing)? with|standardi[sz]ed on)\b"
+    r"|\b(?:uses|is using|are using|runs on|is built with|is written in)\b",  # "Auth uses JWT"
     re.I,
 ))
 """A practice the team follows ("We deploy with Helm", "We use MySQL", "we're running on ECS"): a

@@ -38,7 +38,9 @@ _MOVES = frozenset(("mov", "move", "chang", "set", "updat", "push", "pushe", "bu
                     # verbs that say a number changed ("raised to 800 rpm", "scaled to 9 nodes"); not
                     # "lower" or "cut", which are also what a thing is ("lower limit", "cut-over")
                     "rais", "raise", "increas", "decreas", "reduc", "tighten", "relax", "scal", "scale", "doubl",
-                    "halv", "extend", "shorten", "upgrad", "downgrad", "migrat", "loosen", "widen", "narrow"))
+                    "halv", "extend", "shorten", "upgrad", "downgrad", "migrat", "loosen", "widen", "narrow",
+                    # and their base forms, which stem to themselves ("Upgrade the build to Node 20")
+                    "upgrade", "downgrade", "migrate", "increase", "decrease", "reduce", "double", "halve"))
 """Stems of verbs that only say a value changed ("moved the deadline to Friday"): not part of
 what the line is about."""
 
@@ -164,7 +166,8 @@ Searched as `fastre.Folded` (the same answers, without IGNORECASE's cost on ever
 reads, issue 25); `words_of` asks the pattern itself (`_UPDATE.fullmatch`) of single words."""
 CHANGED_BY = fastre.fold(re.compile(
     r"\b(?:bumped|raised|lowered|increased|decreased|reduced|doubled|halved|tripled|extended|shortened|slipped"
-    r"|tightened|relaxed|loosened|widened|narrowed|scaled|pushed (?:back|out)|upgraded|downgraded|migrated)\b"
+    r"|tightened|relaxed|loosened|widened|narrowed|scaled|pushed (?:back|out)|upgraded|downgraded|migrated"
+    r"|(?:is|are|went|gone|came|was|were) (?:up|down) to)\b"
     # the imperative that sets a number ("Lower the threshold to 70F"), at the start of the line
     r"|^(?:please )?(?:lower|raise|increase|decrease|reduce|cut|bump|double|halve|extend|shorten)\b", re.I))
 """Verbs that say a number or a date changed ("batch size bumped to 128", "release date slipped to
@@ -216,8 +219,9 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         theirs = words_of(e.unit)
         common = mine & theirs
         if names_only:
-            if theirs != mine or facts.subjects(e.unit) != subjects:
-                continue  # "CPU on node-3 raised to 95%" is not about "CPU is 80%" alone
+            if not mine <= theirs or facts.subjects(e.unit) != subjects:
+                continue  # "CPU on node-3 raised to 95%" is not about "CPU is 80%" alone; "TTL is 10
+                # minutes going forward" is about "Cache TTL: 5 minutes" (the name said, a word dropped)
         elif not (common & said) or len(common) < MIN_SHARE * len(theirs):
             continue  # a word of its own must match, not only the name both are about
         if handed is not None and not common & handed:
@@ -395,6 +399,7 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
 
 _REJECTED = re.compile(
     r"\b(?:decided against|(?:migrat|mov)\w* (?:off|away from)|stop(?:ped|ping)? using|not (?:using|going with)"
+    r"|replac(?:ed|ing|e)"
     r"|drop(?:ped|ping)?|scrap(?:ped|ping)?|abandon(?:ed|ing)?|reject(?:ed|ing)?|ruled out|won't use)"
     r"\s+(?:the\s+|our\s+)?(?P<option>[A-Za-z][\w.-]*\w)", re.I)
 
