@@ -349,6 +349,10 @@ def test_a_correction_word_in_a_tools_output_is_data_and_corrects_nothing() -> N
     ("Timeout is 30 seconds.", "Timeout is now 45s."),
     ("The request timeout is 30s.", "Request timeout changed to 2 minutes."),
     ("Cache TTL: 5 minutes", "TTL is 10 minutes going forward."),
+    # the old value named after "from", the line it held it in about nothing else; cut, reassigned
+    ("The queue is SQS.", "We moved the queue from SQS to RabbitMQ."),
+    ("Budget: $12,000", "Budget cut to $9,500."),
+    ("Ticket owner: Priya", "Reassigned the ticket to Omar."),
 ])
 def test_a_practice_dropped_a_duty_handed_over_a_rename_or_a_change_in_other_words_supersedes(old: str, new: str) -> None:
     assert _current(old, new) == [new]
@@ -364,6 +368,10 @@ def test_a_practice_dropped_a_duty_handed_over_a_rename_or_a_change_in_other_wor
     ("Auth uses JWT.", "We replaced the logo with a new one."),
     ("billing-api uses JWT.", "We replaced JWT in search-api."),
     ("Coverage is up to 71%.", "Latency is up to 300ms."),
+    ("The queue is SQS.", "We moved billing-api from SQS to RabbitMQ."),
+    ("Budget: $12,000", "Travel costs cut to $900."),
+    ("Ticket owner: Priya", "Reassigned the pager to Omar."),  # the cue's own word (assign: owner) is no topic
+    ("LR-12 owner: Priya", "Reassigned LR-14 to Omar."),
 ])
 def test_a_move_off_another_option_or_a_handoff_of_another_duty_replaces_nothing(pair: tuple[str, str]) -> None:
     assert _current(*pair) == list(pair)

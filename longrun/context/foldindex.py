@@ -304,10 +304,14 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
             continue  # an override sharing only a product's name (gRPC) with a choice about another thing
         # the value it says it replaces ("instead of B", "from B to C"), said as a name or a value
         named_old = old & (facts.subjects(o) | {v.lower() for v in facts.held_values(o)})
-        if named_old and not (facts.subjects(o) & facts.subjects(u)) - named_old:
-            named_old = frozenset()  # it must be about the same thing as well
-        same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values) or _renames(u, o)
         same_attr = attrs & facts.attributes(o)
+        if named_old and not (facts.subjects(o) & facts.subjects(u)) - named_old and (
+                facts.subjects(o) - named_old or not same_attr):
+            # it must be about the same thing as well: a name both say beyond the old value, or, for
+            # a line about nothing but that value, the same words ("The queue is SQS" and "We moved
+            # the queue from SQS to RabbitMQ"; not "A routes to D" for "B routes to C, not D")
+            named_old = frozenset()
+        same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values) or _renames(u, o)
         if not (shared_values or named_old or (same_attr and same_kind)):
             continue
         if not ((facts.held_values(u) - facts.held_values(o)) or (u.names - o.names)):

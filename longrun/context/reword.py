@@ -153,7 +153,7 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
 
 _UPDATE = re.compile(
     r"\b(?:now|new|newly|chang\w*|moved?|switch(?:ed)?|rotated|from now on|going forward|henceforth|no longer"
-    r"|instead|updated?|revised|retired|replac\w*|previous(?:ly)?|formerly|rebased|renamed"
+    r"|instead|updated?|revised|retired|replac\w*|previous(?:ly)?|formerly|rebased|renamed|reassign(?:ed)?"
     r"|t(?:ook|akes|aking) over|hand(?:ed|s|ing)? (?:over|off)"
     # a correction says it changes what was said ("ignore what I said about the port, it's 6432")
     r"|correction|corrected|scratch that|make that|i meant|i said|should (?:be|read))\b",
@@ -167,7 +167,7 @@ reads, issue 25); `words_of` asks the pattern itself (`_UPDATE.fullmatch`) of si
 CHANGED_BY = fastre.fold(re.compile(
     r"\b(?:bumped|raised|lowered|increased|decreased|reduced|doubled|halved|tripled|extended|shortened|slipped"
     r"|tightened|relaxed|loosened|widened|narrowed|scaled|pushed (?:back|out)|upgraded|downgraded|migrated"
-    r"|(?:is|are|went|gone|came|was|were) (?:up|down) to)\b"
+    r"|(?:is|are|went|gone|came|was|were) (?:up|down) to|cut (?:down )?to)\b"
     # the imperative that sets a number ("Lower the threshold to 70F"), at the start of the line
     r"|^(?:please )?(?:lower|raise|increase|decrease|reduce|cut|bump|double|halve|extend|shorten)\b", re.I))
 """Verbs that say a number or a date changed ("batch size bumped to 128", "release date slipped to
