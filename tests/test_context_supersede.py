@@ -382,3 +382,17 @@ def test_a_quantitys_kind_is_its_unit() -> None:
     assert facts.value_kinds(frozenset({"99.9%", "4 hours", "512Mi", "800 rpm", "75F"})) == {
         "percent", "duration", "size", "rate", "quantity"}
     assert facts.held_values(facts.analyse("Timeout is 30 seconds.", "user")) == {"30 seconds"}
+
+
+def test_a_tools_line_replaces_no_line_of_the_same_output_but_a_later_output_restates_it() -> None:
+    # real sessions: two hook commands under one JSON key, two entries of one directory listing;
+    # the later line of the same output replaced the earlier one, which left the current facts
+    hooks = ['26→ "command": "${CLAUDE_PLUGIN_ROOT}/scripts/pre-tool-capture.sh",',
+             '38→ "command": "${CLAUDE_PLUGIN_ROOT}/scripts/post-tool-capture.sh",']
+    for lines in (hooks, ["drwxrwxr-x 98 marco marco 4096 Feb 12 15:13 ..", "drwxrwxr-x 3 marco marco 4096 Feb 12 15:13 _build"]):
+        one_output = FactStore()
+        one_output.extend([(facts.analyse(t, "tool"), 5) for t in lines])
+        assert [r.text for r in one_output.current()] == lines
+        two_outputs = FactStore()
+        two_outputs.extend([(facts.analyse(t, "tool"), seq) for t, seq in zip(lines, (5, 9), strict=True)])
+        assert [r.text for r in two_outputs.current()] == lines[1:], "a later output still restates it"

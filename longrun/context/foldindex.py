@@ -165,7 +165,7 @@ class Earlier:
                     return True
         return False
 
-    def same_subject(self, u: Unit) -> int | None:
+    def same_subject(self, u: Unit, seq: int = 0) -> int | None:
         """The latest earlier line about the same subjects (and source call) and the same attribute
         (`facts.attributes`, synonyms included, or neither has one) with a value of the same kind
         and another value: the same fact said again in other words, whose latest value wins."""
@@ -190,16 +190,21 @@ class Earlier:
                 continue
             if not facts.said_alike(u, o):
                 continue
+            if _sibling(u, e, seq):
+                return None  # another record of the same output (`corrected`)
             return i
         return None
 
-    def corrected(self, u: Unit) -> list[int]:
+    def corrected(self, u: Unit, seq: int = 0) -> list[int]:
         """The earlier entries a correction replaces, best match first: those that share a subject
         name or a value with it, and either hold a value it repeats (the old value: "not 8080",
         "was A") or say the same attribute (`facts.attributes`, synonyms included) with the same
         kind of value; whose value differs. A correction replaces every such line (two provisional
-        values of one endpoint both go), not only the closest."""
-        return _corrected(u, self.entries, self.nearby(u))
+        values of one endpoint both go), not only the closest. A tool's line read from transcript
+        entry `seq` corrects no line of the same output: a listing's or a file's lines are records
+        side by side (two hook commands under one key, two directory entries), not a line and its
+        correction."""
+        return _corrected(u, self.entries, self.nearby(u), seq)
 
     def reworded(self, u: Unit) -> int | None:
         return reword.replaces(u, self.by_topic, self.entries)
@@ -280,7 +285,7 @@ def _record(u: Unit) -> tuple[frozenset[str], frozenset[str] | None, frozenset[s
     return rec
 
 
-def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> list[int]:
+def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int], seq: int = 0) -> list[int]:
     found: list[tuple[int, int]] = []
     attrs = facts.attributes(u)
     kinds = facts.value_kinds(facts.held_values(u))
@@ -318,7 +323,19 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int]) -> l
             continue  # says nothing new: not a correction of this line
         found.append((2 * names + len(same_attr) + 3 * len(shared_values | named_old), i))
     found.sort(key=lambda f: (-f[0], -f[1]))
+    if seq and u.source == "tool":
+        # a line of the output it best matches is another record of it (two hook commands under
+        # one key, two directory entries): not a correction, of that line or of a worse match
+        sibling = [_sibling(u, entries[i], seq) for _, i in found]  # type: ignore[arg-type]
+        if sibling and sibling[0]:
+            return []
+        return [i for (_, i), same in zip(found, sibling, strict=True) if not same]
     return [i for _, i in found]
+
+
+def _sibling(u: Unit, e: Entry, seq: int) -> bool:
+    """`u`, a tool's line read from transcript entry `seq`, and `e` are lines of one output."""
+    return bool(seq) and u.source == e.unit.source == "tool" and e.source_seq == seq
 
 
 def _other_subjects(u: Unit, o: Unit) -> bool:

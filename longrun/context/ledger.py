@@ -19,6 +19,8 @@ Rules, in the order they apply:
   earlier one: latest value wins, and near-identical repeats collapse into one line with a count;
 - a correction ("actually", "not 8080", "changed from A to B", ...) replaces the earlier line it
   corrects (most shared names and words) and is marked `final`;
+- a tool's line corrects no other line of the same output, nor restates its subject: a listing's or
+  a file's lines are records side by side (a repeat with the same key still collapses);
 - the ledger folds forward across compactions (earlier lines first, re-read with the same rules);
 - over its budget, the lines that tell least per token go first, counted; the rest keep their
   conversation order.
@@ -264,14 +266,14 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
         prior = seen.same_key(u)
         final = prior is not None and u.correction and _differs(u, entries[prior])
         if prior is None and (u.correction or seen.restates_value(u) or reword.old_terms(u)):
-            matches = seen.corrected(u)
+            matches = seen.corrected(u, (seq_of or {}).get(id(u), 0))
             for other in matches[1:]:
                 gone.append(entries[other])  # type: ignore[arg-type]
                 entries[other] = None
             prior = matches[0] if matches else None
             final = prior is not None and (u.correction or bool(reword.old_terms(u)))
         if prior is None:
-            prior = seen.same_subject(u)
+            prior = seen.same_subject(u, (seq_of or {}).get(id(u), 0))
         if prior is None:
             prior = seen.reworded(u)
         if prior is None:
