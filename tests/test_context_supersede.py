@@ -396,3 +396,14 @@ def test_a_tools_line_replaces_no_line_of_the_same_output_but_a_later_output_res
         two_outputs = FactStore()
         two_outputs.extend([(facts.analyse(t, "tool"), seq) for t, seq in zip(lines, (5, 9), strict=True)])
         assert [r.text for r in two_outputs.current()] == lines[1:], "a later output still restates it"
+
+
+def test_a_host_name_with_a_digit_is_one_name() -> None:
+    # before, db-1.internal was read as db-1 and internal: db-1.staging's port replaced its port
+    assert facts.analyse("db-1.internal listens on port 5432.", "user").names == {"db-1.internal"}
+    assert facts.analyse("pg-main-2.prod.internal is primary", "user").names == {"pg-main-2.prod.internal"}
+    assert _current("db-1.internal listens on port 5432.", "db-1.staging listens on port 6432.") == [
+        "db-1.internal listens on port 5432.", "db-1.staging listens on port 6432."]
+    # a version and a dotted id with a number last are not host names
+    assert facts.analyse("v1.2.3 shipped", "user").values == {"v1.2.3"}
+    assert "db-1.internal" in facts.analyse("db-1.internal", "user").names

@@ -46,6 +46,12 @@ _HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b")
 that starts with a letter is not a name."""
 _PATH = re.compile(r"(?<![\w-])~?/?(?:[\w.-]+/)+[\w.-]+/?")
 """Paths with a slash: names (what a fact is about), so two files' facts never share a key."""
+_HOST = re.compile(r"(?<![\w.-])(?=[a-z0-9-]*[\d-][a-z0-9-]*\.)[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*"
+                   r"\.(?:com|net|org|io|dev|app|ai|co|cloud|internal|local|lan|svc|cluster|corp|test|example|us|eu|uk|de)"
+                   r"(?![\w.-])", re.I)
+"""A host name whose first part holds a digit or a hyphen (api2.example.com, db-1.internal,
+pg-main-2.prod.internal): one name, taken before identifiers, which would take api2 or db-1 and
+leave the domain. Only a host's suffix ends it: checkout-web.datasource is a thing's field."""
 _IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b(?![vV]\d+\.\d)[A-Za-z]+\d+[A-Za-z0-9]*\b")
 """billing-svc, PARAM_alpha_7, T-14, eu-west-2, node7: names, taken before numbers so that the
 digits of an identifier are not read as its value; not a version's "v2" of v2.3.1 (a value)."""
@@ -77,6 +83,7 @@ _NEEDS: dict[object, Any] = {
     _ADDRESS: lambda t: "@" in t or "://" in t,
     _HASH: _HEX_RUN.search,
     _PATH: lambda t: "/" in t,
+    _HOST: lambda t: "." in t,
     _IDENT: _IDENT_CHAR.search,
     _VALUE: _VALUE_CHAR.search,
     _NAME: _NAME_CHAR.search,
@@ -369,6 +376,7 @@ def _analysis(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]
     rest = take(_ADDRESS, values, rest)
     rest = take(_HASH, values, rest)
     rest = take(_PATH, names, rest)
+    rest = take(_HOST, names, rest)
     rest = take(_IDENT, names, rest)
     rest = take(_VALUE, values, rest)
     rest = take(_NAME, names, rest)
