@@ -46,9 +46,8 @@ _HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b")
 that starts with a letter is not a name."""
 _PATH = re.compile(r"(?<![\w-])~?/?(?:[\w.-]+/)+[\w.-]+/?")
 """Paths with a slash: names (what a fact is about), so two files' facts never share a key."""
-_HOST = re.compile(r"(?<![\w.-])(?=[a-z0-9-]*[\d-][a-z0-9-]*\.)[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*"
-                   r"\.(?:com|net|org|io|dev|app|ai|co|cloud|internal|local|lan|svc|cluster|corp|test|example|us|eu|uk|de)"
-                   r"(?![\w.-])", re.I)
+_HOST_SUFFIX = r"\.(?:com|net|org|io|dev|app|ai|co|cloud|internal|local|lan|svc|cluster|corp|test|example|us|eu|uk|de)(?![\w.-])"
+_HOST = re.compile(r"(?<![\w.-])(?=[a-z0-9-]*[\d-][a-z0-9-]*\.)[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*" + _HOST_SUFFIX, re.I)
 """A host name whose first part holds a digit or a hyphen (api2.example.com, db-1.internal,
 pg-main-2.prod.internal): one name, taken before identifiers, which would take api2 or db-1 and
 leave the domain. Only a host's suffix ends it: checkout-web.datasource is a thing's field."""
@@ -83,15 +82,15 @@ _NEEDS: dict[object, Any] = {
     _ADDRESS: lambda t: "@" in t or "://" in t,
     _HASH: _HEX_RUN.search,
     _PATH: lambda t: "/" in t,
-    _HOST: lambda t: "." in t,
+    _HOST: re.compile(_HOST_SUFFIX, re.I).search,
     _IDENT: _IDENT_CHAR.search,
     _VALUE: _VALUE_CHAR.search,
     _NAME: _NAME_CHAR.search,
 }
 """What every match of each value pattern needs somewhere in the line (an address `@` or `://`,
-a hash seven hex digits in a row, a path `/`, an identifier `-`, `_` or a digit, a value a digit
-or a quote, a name `.`, `:` or a capital): a line without it is not searched (extraction's cost,
-issue 25)."""
+a hash seven hex digits in a row, a path `/`, a host name a host's suffix (.com, .internal), an
+identifier `-`, `_` or a digit, a value a digit or a quote, a name `.`, `:` or a capital): a line
+without it is not searched (extraction's cost, issue 25)."""
 _NEED_OF: dict[int, Any] = {id(p): need for p, need in _NEEDS.items()}
 """`_NEEDS` by the pattern's id, as the analysis looks it up: a compiled pattern's hash is computed
 from its whole compiled code at every lookup (about 1 µs for `_IDENT`, five lookups a line)."""

@@ -60,7 +60,9 @@ _TURN = re.compile(
     r"|(?P<value3>enable|disable)[ds]?\s+(?P<head3>[^,;:=|]+?))" + _BARE_TRAIL, re.I)
 """A switch set by its verb: "Turn new_checkout off", "turn off new_checkout", "Disable caching for
 the API". The switch word is the value, whatever it is about the head."""
-_SET_CHARS = re.compile(r"\b(?:set|chang|switch|mov|updat|bump|renam|flip|turn|enabl|disabl)", re.I)
+_SET_START = re.compile(_LEAD + r"(?:set|chang|switch|mov|updat|bump|renam|flip|turn|enabl|disabl)", re.I)
+"""What a line needs for `_SET_TO` or `_TURN` to match: one of their verbs where they allow it, at
+the start (matched, not searched: most lines fail at their first character)."""
 SET = "set"
 """The separator `find` names for the value of a setting said by its verb (`_SET_TO`, `_TURN`)."""
 ATTRIBUTE_NAMES = frozenset(("md5", "sha1", "sha256", "sha512", "crc32", "on-call", "ipv4", "ipv6", "p50", "p95", "p99",
@@ -108,7 +110,7 @@ def _setting(text: str, ident: re.Pattern[str], name: re.Pattern[str]) -> tuple[
     """(head, `SET`, the value's span) of a setting said by its verb (`_SET_TO`, `_TURN`), else None.
     After "to" the value is an identifier, a name, a setting word (`ENUM_VALUES`) or one plain
     lowercase word ("main"); whether the head makes it a value is the caller's to decide."""
-    if not _SET_CHARS.search(text):
+    if not _SET_START.match(text):
         return None
     m = _TURN.match(text)
     if m is not None:
