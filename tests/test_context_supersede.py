@@ -407,3 +407,4 @@ def test_a_host_name_with_a_digit_is_one_name() -> None:
     # a version and a dotted id with a number last are not host names
     assert facts.analyse("v1.2.3 shipped", "user").values == {"v1.2.3"}
     assert "db-1.internal" in facts.analyse("db-1.internal", "user").names
+

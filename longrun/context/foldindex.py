@@ -311,10 +311,11 @@ def _corrected(u: Unit, entries: list[Entry | None], nearby: Sequence[int], seq:
         named_old = old & (facts.subjects(o) | {v.lower() for v in facts.held_values(o)})
         same_attr = attrs & facts.attributes(o)
         if named_old and not (facts.subjects(o) & facts.subjects(u)) - named_old and (
-                facts.subjects(o) - named_old or not same_attr):
+                (facts.subjects(o) | facts.subjects(u)) - named_old or not same_attr):
             # it must be about the same thing as well: a name both say beyond the old value, or, for
-            # a line about nothing but that value, the same words ("The queue is SQS" and "We moved
-            # the queue from SQS to RabbitMQ"; not "A routes to D" for "B routes to C, not D")
+            # two lines about nothing but that value, the same words ("The queue is SQS" and "We
+            # moved the queue from SQS to RabbitMQ"; not "A routes to D" for "B routes to C instead
+            # of D", nor "| D | routes to | E |" for it)
             named_old = frozenset()
         same_kind = bool(kinds & facts.value_kinds(facts.held_values(o))) or not (u.values or o.values) or _renames(u, o)
         if not (shared_values or named_old or (same_attr and same_kind)):
