@@ -13,6 +13,10 @@ B", `old_terms`), a single-valued relation re-pointed in other words (`relation`
 override of a plan or decision (`overrides`): retention's last superseded values shown as current
 and its rejected-plan shape (issue 25).
 
+Past 400 lines on purpose: every rule here shares the topic words (`words_of`, `topic`) and the
+cue patterns, and a split along the rules (relations already live in `relation.py`, work items in
+`workstate.py`) would pass those back and forth between modules.
+
 Tests: tests/test_context_atomic.py, tests/test_context_supersede.py.
 """
 
