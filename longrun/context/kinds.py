@@ -74,12 +74,15 @@ REJECTED = re.compile(
     re.I,
 )
 """A decision that rejects an alternative: the store keeps it marked rejected."""
+MOVED_OFF = r"(?:migrat|mov)\w* (?:off|away from)|stop(?:ped|ping)? using"
+"""Moving off a practice ("migrating off MySQL", "we stopped using Helm"): an override's cue, and
+one that names the option it drops (`reword`)."""
 OVERRIDE = fastre.fold(re.compile(
     r"\b(?:not (?:doing|going with|going to (?:do|use)|using|use)|won't (?:do|use|go with)|reject\w*|ruled out"
     r"|revert\w*|roll(?:ed|ing|s)? back|back(?:ed|ing)? out|drop(?:ped|ping|s)?|(?:is|are) out|change of plan"
     r"|scrap(?:ped|ping|s)?|scratch|abandon\w*|no longer|instead|replac\w+|switch\w* (?:from|to|away)|cancel\w*"
     r"|did(?: not|n't) (?:work|hold up|scale|pan out)|supersed\w*|overrid\w*|vetoed|decided against"
-    r"|(?:migrat|mov)\w* (?:off|away from)|stop(?:ped|ping)? using)\b",
+    r"|" + MOVED_OFF + r")\b",
     re.I,
 ))
 """A line that overrides a choice: rejects, reverts, drops or replaces a plan or a decision, or

@@ -255,9 +255,10 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
             seen.add(e)
     entries = seen.entries
     for u in new:
+        seq = (seq_of or {}).get(id(u), 0)
         if u.source == "note":  # the agent's own record: kept as written, never replaced by a guess
             e = Entry(u)
-            e.source_seq = (seq_of or {}).get(id(u), 0)
+            e.source_seq = seq
             seen.add(e)
             if created is not None:
                 created.append(e)
@@ -266,14 +267,14 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
         prior = seen.same_key(u)
         final = prior is not None and u.correction and _differs(u, entries[prior])
         if prior is None and (u.correction or seen.restates_value(u) or reword.old_terms(u)):
-            matches = seen.corrected(u, (seq_of or {}).get(id(u), 0))
+            matches = seen.corrected(u, seq)
             for other in matches[1:]:
                 gone.append(entries[other])  # type: ignore[arg-type]
                 entries[other] = None
             prior = matches[0] if matches else None
             final = prior is not None and (u.correction or bool(reword.old_terms(u)))
         if prior is None:
-            prior = seen.same_subject(u, (seq_of or {}).get(id(u), 0))
+            prior = seen.same_subject(u, seq)
         if prior is None:
             prior = seen.reworded(u)
         if prior is None:
@@ -294,7 +295,7 @@ def fold(previous: Sequence[Entry], new: Iterable[Unit], created: list[Entry] | 
             gone.append(old_entry)
         entry = Entry(u, final=final, replaced=old_entry is not None and _differs(u, old_entry))
         entry.gone = gone
-        entry.source_seq = (seq_of or {}).get(id(u), 0)
+        entry.source_seq = seq
         if created is not None:
             created.append(entry)
         for g in gone:

@@ -155,10 +155,13 @@ def replaces(u: Unit, by_topic: dict[frozenset[str], int], entries: Sequence[Ent
     return i
 
 
+_HANDOFF_CUE = r"t(?:ook|akes|aking) over|hand(?:ed|s|ing)? (?:over|off)"
+"""A duty handed over ("Bob took over on-call from Alice"): an update cue (`_UPDATE`), and where
+what was handed over starts (`_HANDOFF`)."""
 _UPDATE = re.compile(
     r"\b(?:now|new|newly|chang\w*|moved?|switch(?:ed)?|rotated|from now on|going forward|henceforth|no longer"
     r"|instead|updated?|revised|retired|replac\w*|previous(?:ly)?|formerly|rebased|renamed|reassign(?:ed)?"
-    r"|t(?:ook|akes|aking) over|hand(?:ed|s|ing)? (?:over|off)"
+    r"|" + _HANDOFF_CUE +
     # a correction says it changes what was said ("ignore what I said about the port, it's 6432")
     r"|correction|corrected|scratch that|make that|i meant|i said|should (?:be|read))\b",
     re.I,
@@ -252,8 +255,7 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
     return best[1] if best else None
 
 
-_HANDOFF = re.compile(r"\b(?:t(?:ook|akes|aking) over|hand(?:ed|s|ing)? (?:over|off))\s+(?P<what>.+?)\s+(?:from|to)\s+\w",
-                      re.I)
+_HANDOFF = re.compile(r"\b(?:" + _HANDOFF_CUE + r")\s+(?P<what>.+?)\s+(?:from|to)\s+\w", re.I)
 
 
 def _handed_over(u: Unit) -> frozenset[str] | None:
@@ -380,6 +382,7 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
     subjects = facts.subjects(u)
     mine = _said(u)
     option = _rejected_option(u)
+    option = "" if ident_like(frozenset((option,))) else option  # an option, not a thing (orders-api)
     out = []
     for i in sorted({i for w in words_of(u) for i in near.get(w, ())}, reverse=True):
         e = entries[i]
@@ -391,7 +394,7 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
             continue  # about another thing: "| B | API style | REST | rejected |" and "A API style = gRPC"
         # what both say beyond the thing they are about: the option ("Redis", "JWT", "blue-green"),
         # or the option the override names right after its cue ("migrating off MySQL": MySQL)
-        named = bool(option) and option in _said(o) and not ident_like(frozenset((option,)))  # an option, not a thing
+        named = bool(option) and option in _said(o)
         shared = len(mine & _said(o))
         if shared < 1 + bool(theirs) and not named:
             continue
@@ -402,7 +405,7 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
 
 
 _REJECTED = re.compile(
-    r"\b(?:decided against|(?:migrat|mov)\w* (?:off|away from)|stop(?:ped|ping)? using|not (?:using|going with)"
+    r"\b(?:decided against|" + kinds.MOVED_OFF + r"|not (?:using|going with)"
     r"|replac(?:ed|ing|e)"
     r"|drop(?:ped|ping)?|scrap(?:ped|ping)?|abandon(?:ed|ing)?|reject(?:ed|ing)?|ruled out|won't use)"
     r"\s+(?:the\s+|our\s+)?(?P<option>[A-Za-z][\w.-]*\w)", re.I)

@@ -133,7 +133,11 @@ _PLAIN = re.compile(r"[a-z][a-z-]{1,30}")
 
 def _words(trail: str) -> bool:
     """The trail after a value holds words beyond a remark in parentheses."""
-    return bool(re.search(r"[A-Za-z]", re.sub(r"\([^()]*\)", "", trail)))
+    return bool(_LETTER.search(_REMARK.sub("", trail)))
+
+
+_REMARK = re.compile(r"\([^()]*\)")
+_LETTER = re.compile(r"[A-Za-z]")
 
 
 def identifiers(values: Iterable[str], ident: re.Pattern[str], name: re.Pattern[str]) -> bool:
