@@ -51,9 +51,11 @@ _HOST = re.compile(r"(?<![\w.-])(?=[a-z0-9-]*[\d-][a-z0-9-]*\.)[a-z0-9][a-z0-9-]
 """A host name whose first part holds a digit or a hyphen (api2.example.com, db-1.internal,
 pg-main-2.prod.internal): one name, taken before identifiers, which would take api2 or db-1 and
 leave the domain. Only a host's suffix ends it: checkout-web.datasource is a thing's field."""
-_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b(?![vV]\d+\.\d)[A-Za-z]+\d+[A-Za-z0-9]*\b")
-"""billing-svc, PARAM_alpha_7, T-14, eu-west-2, node7: names, taken before numbers so that the
-digits of an identifier are not read as its value; not a version's "v2" of v2.3.1 (a value)."""
+_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+(?:\.\d+)*\b|\b(?![vV]\d+\.\d)[A-Za-z]+\d+[A-Za-z0-9]*\b")
+"""billing-svc, PARAM_alpha_7, T-14, eu-west-2, node7, and a sub-task's spotter-gqc.2: names,
+taken before numbers so that the digits of an identifier are not read as its value (spotter-gqc.2
+is not spotter-gqc at 2, or closing its sub-task .3 would replace it); not a version's "v2" of
+v2.3.1 (a value)."""
 _VALUE = fastre.Folded(re.compile(
     r"\b(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"                      # hashes, commit ids
     r"|\b\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?\b"                # dates (re.I: T, Z; lowercase for fastre)

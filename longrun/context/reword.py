@@ -69,7 +69,8 @@ def _reworded(u: Unit) -> tuple[frozenset[str], frozenset[str], frozenset[str]] 
     # only a line naming one or two things can state a relation between two ends: the search is
     # skipped for the others (every unit a compaction reads comes here once)
     cue = relation.cue(u) if len(names) in (1, 2) else None
-    state = workstate.state_of(u) if len(names) == 1 and workstate.incidental(held) and not days else None
+    # one item, or one beside its priority label ("PAY-88 (P1) is blocked")
+    state = workstate.state_of(u) if len(names) in (1, 2) and workstate.incidental(held) and not days else None
     if state is not None:  # "JIRA-4412 moved to Done": the item's one state, whatever the words
         return frozenset({state[0], "~state"}), frozenset({state[1]}), frozenset({"~state"})
     if held or days:
@@ -398,6 +399,8 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
         shared = len(mine & _said(o))
         if shared < 1 + bool(theirs) and not named:
             continue
+        if option and not named and shared < 2:
+            continue  # it names what it drops, and that is not this choice's option ("dropped the flaky test")
         if o.kind == "decision" or fastre.found(kinds.CHOICE, o.text) or (
                 (named or shared >= 2) and fastre.found(kinds.PRACTICE, o.text)):
             out.append(i)
@@ -419,7 +422,14 @@ def _rejected_option(u: Unit) -> str:
     if m is None:
         return ""
     option = m.group("option").lower()
+    if option in _REFERENTS:
+        return ""  # "We abandoned the idea": the choice it drops is named elsewhere, or by what they share
     return option if option in facts.subjects(u) else facts._stem(option)
+
+
+_REFERENTS = frozenset(("idea", "approach", "plan", "proposal", "option", "choice", "decision", "that", "this", "it",
+                        "them", "those", "these"))
+"""Words after an override's cue that point back at the choice without naming its option."""
 
 
 _CHOOSING = frozenset(("plan", "plann", "decision", "decid", "option", "pick", "chose", "chosen", "choic", "agre",

@@ -23,8 +23,14 @@ import re
 from longrun.context import facts
 from longrun.context.facts import Unit
 
-ITEM = re.compile(r"[a-z][a-z0-9]*-\d+")
-"""A work item's key as a unit's names hold it (lowercased): "PAY-88", "JIRA-4412", "T-14"."""
+ITEM = re.compile(r"[a-z][a-z0-9]*-(?:\d+|[a-z0-9]{2,8}(?:\.\d+)+)")
+"""A work item's key as a unit's names hold it (lowercased): "PAY-88", "JIRA-4412", "T-14", and a
+sub-task's "spotter-gqc.2" (a tracker's short id and its task number). The short id alone
+("spotter-gqc") is not enough: it reads as "billing-svc" does, a thing's name."""
+
+PRIORITY = re.compile(r"p[0-4]|sev[0-4]")
+"""A tracker's priority or severity label beside the item ("PAY-88 (P1) is blocked", "[● P2]"): not
+a second thing the line names."""
 
 _STATE_WORDS = {
     "in progress": "in progress", "in-progress": "in progress", "wip": "in progress", "started": "in progress",
@@ -59,10 +65,10 @@ def state_of(u: Unit) -> tuple[str, str] | None:
     """(item, canonical state) of a line that says the one work item it names is in one state now, or None."""
     if not incidental(facts.held_values(u)):
         return None
-    names = facts.subjects(u)
+    names = [n for n in facts.subjects(u) if not PRIORITY.fullmatch(n)]
     if len(names) != 1:
         return None
-    item = next(iter(names))
+    item = names[0]
     if not ITEM.fullmatch(item):
         return None
     text = u.text
