@@ -24,6 +24,10 @@ def _current(*said: str | tuple[str, str]) -> list[str]:
     return [r.text for r in store.current()]
 
 
+def _text(said: str | tuple[str, str]) -> str:
+    return said if isinstance(said, str) else said[1]
+
+
 @pytest.mark.parametrize(("old", "new"), [
     # a rename that names both the subject and its new name
     (("agent", "| orders-api | codename | KESTREL-12 |"), "We are calling orders-api HERON-7 now."),
@@ -65,7 +69,7 @@ def test_a_later_line_in_another_structure_supersedes(old: str | tuple[str, str]
     ("Set search-api.schema_md5=dd46304a6709a4bf", ("agent", "ledger-svc schema_md5: 0a1b2c3d4e5f -> 9f8e7d6c5b4a (final)")),
 ])
 def test_look_alikes_about_other_things_both_stay(pair: tuple[str | tuple[str, str], ...]) -> None:
-    assert _current(*pair) == [p if isinstance(p, str) else p[1] for p in pair]
+    assert _current(*pair) == [_text(p) for p in pair]
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -128,7 +132,7 @@ def test_a_work_items_later_state_supersedes_its_earlier_one_in_any_words(
         old: str | tuple[str, str], new: str | tuple[str, str]) -> None:
     """A ticket is in one state at a time (`workstate`): these held no value, so nothing linked
     them and both read as current (issue 25's held-out "work-item states")."""
-    assert _current(old, new) == [new if isinstance(new, str) else new[1]]
+    assert _current(old, new) == [_text(new)]
 
 
 @pytest.mark.parametrize("pair", [
@@ -140,11 +144,11 @@ def test_a_work_items_later_state_supersedes_its_earlier_one_in_any_words(
     ("JIRA-4412 is in review", "JIRA-4412 done in staging, prod still open"),  # two states, no move
     ("JIRA-4412 is in review", "JIRA-4412 will be done once QA signs off"),  # a plan
     ("spotter-gqc.2 is done", "spotter-gqc.3 is in progress"),  # another sub-task of the same epic
-    ("PAY-88 (P1) is done", "PAY-89 (P1) is in progress"),
+    ("PAY-88 (P1) is done", "PAY-89 (P1) is in progress"),  # another item, both beside a label
     (("tool", "✓ Updated issue: spotter-4te.1"), ("tool", "✓ Updated issue: spotter-4te.2")),  # not one item at 1, then 2
 ])
 def test_a_line_that_is_not_a_work_items_state_now_replaces_none(pair: tuple[str | tuple[str, str], ...]) -> None:
-    assert _current(*pair) == [p if isinstance(p, str) else p[1] for p in pair]
+    assert _current(*pair) == [_text(p) for p in pair]
 
 
 @pytest.mark.parametrize(("old", "new"), [

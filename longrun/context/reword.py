@@ -397,10 +397,10 @@ def overrides(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]
         # or the option the override names right after its cue ("migrating off MySQL": MySQL)
         named = bool(option) and option in _said(o)
         shared = len(mine & _said(o))
-        if shared < 1 + bool(theirs) and not named:
+        # one shared word, or two beside a shared thing; two when it names what it drops and that is
+        # not this choice's option ("We dropped the flaky test" and "We use pytest for the tests")
+        if not named and shared < max(1 + bool(theirs), 1 + bool(option)):
             continue
-        if option and not named and shared < 2:
-            continue  # it names what it drops, and that is not this choice's option ("dropped the flaky test")
         if o.kind == "decision" or fastre.found(kinds.CHOICE, o.text) or (
                 (named or shared >= 2) and fastre.found(kinds.PRACTICE, o.text)):
             out.append(i)
