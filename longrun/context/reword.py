@@ -22,6 +22,7 @@ Tests: tests/test_context_atomic.py, tests/test_context_supersede.py.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -250,7 +251,10 @@ def updates(u: Unit, entries: Sequence[Entry | None], near: dict[str, set[int]])
         # a word many lines say (ceiling, week) tells less about which line this one updates than
         # one only this line says (trip): "New ceiling for trip costs" updates the trip expenses,
         # not the conference ceiling beside them
-        score = sum(1 / len(near.get(w, ())) for w in common if near.get(w))
+        # fsum: exact, so the same whatever order the set `common` iterates in (a float sum in set
+        # order differed in its last bit from one process's hash seed to another's, and a tie went
+        # another way: the same transcript compacted to another projection)
+        score = math.fsum(1 / len(near.get(w, ())) for w in common if near.get(w))
         if best is None or score >= best[0]:
             best = (score, i)
     return best[1] if best else None
