@@ -340,6 +340,23 @@ def test_a_correction_word_in_a_tools_output_is_data_and_corrects_nothing() -> N
         "Correction: the pool size is 20, not 10"]
 
 
+def test_an_agent_planning_an_update_corrects_nothing() -> None:
+    # real sessions: "update" in an agent's plan read as a correction, and the plan replaced the
+    # tracker's "Closed" line, a plan step and source lines that named the same module
+    closed = ("tool", "✓ Closed spotter-a0y.2: Implemented sync_session_by_id/2, sync_session_file/2, Message upsert "
+              "identity, transcript_dir backfill, bootstrap triggers in hook controller and SessionLive mount.")
+    plan = ("agent", "Now update SessionLive to subscribe to `session_activity` and `session_transcripts:<session_id>`, "
+            "and handle transcript updates.")
+    assert _current(closed, plan) == [closed[1], plan[1]]
+    for said in ("Let me update the tests next.", "I'll create the CSS, update the layout.", "live tail updates"):
+        assert not facts.analyse(said, "agent").correction, said
+    # an update announced, or ordered at the start of the line, still corrects
+    for said in ("Update: the pool size is 20", "Quick update - the pool size is 20", "We updated the pool size to 20",
+                 "Update the pool size to 20.", "Please update the pool size to 20."):
+        assert facts.analyse(said, "user").correction, said
+        assert _current("The pool size is 10", said) == [said]
+
+
 @pytest.mark.parametrize(("old", "new"), [
     # a practice moved off, naming only the option it drops, or in its own words
     ("We use MySQL.", "We're migrating off MySQL to Postgres."),

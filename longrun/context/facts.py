@@ -126,11 +126,17 @@ NOT_CUE = fastre.fold(re.compile(r"\bnot\b", re.I))
 """'not' corrects ("45s, not 30s") except in a rule or a preference ("do not push", "Python, not
 JavaScript"), where it is the rule's own word, not a correction of other lines."""
 CORRECTION = fastre.fold(re.compile(
-    r"\b(?:correction|corrected|actually|scratch that|update[ds]?|changed? (?:from|to)|revised?|amended?|instead|rather than"
+    r"^\W*(?:please\s+)?update\b|\b(?:correction|corrected|actually|scratch that|updated|update[sd]?(?=\s*[:\u2014\u2013]|\s+-\s)"
+    r"|(?:an?|quick|small|latest|one more|final) update|changed? (?:from|to)|revised?|amended?|instead|rather than"
     r"|no longer|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier i said|i said|i meant|make that"
     r"|should be|supersed\w*|final(?:ly)?|was|were|wrong|previous(?:ly)?|formerly|used to be|replac\w+)\b",
     re.I,
 ))
+"""Words by which a line says it corrects or replaces what was said before. "Update" counts as
+one where it announces ("Update: ...", "Quick update -", "We updated ...") or orders ("Update the
+timeout to 45s", at the start of the line), not where an agent plans ("Now update SessionLive to
+subscribe to ...", "Let me update the tests") or names a thing ("live tail updates"): those say
+nothing about an earlier line."""
 DISMISSED = fastre.fold(re.compile(
     r"\b(?:unrelated|off[- ]topic|irrelevant|not relevant|no longer relevant|disregard|ignore (?:this|that|the|my)"
     r"|obsolete|outdated note|stale note|for fun|just chatting|not for this project|other team'?s|not ours"
