@@ -126,8 +126,8 @@ NOT_CUE = fastre.fold(re.compile(r"\bnot\b", re.I))
 """'not' corrects ("45s, not 30s") except in a rule or a preference ("do not push", "Python, not
 JavaScript"), where it is the rule's own word, not a correction of other lines."""
 CORRECTION = fastre.fold(re.compile(
-    r"^\W*(?:please\s+)?update\b|\b(?:correction|corrected|actually|scratch that|updated|update[sd]?(?=\s*[:\u2014\u2013]|\s+-\s)"
-    r"|(?:an?|quick|small|latest|one more|final) update|changed? (?:from|to)|revised?|amended?|instead|rather than"
+    r"^\W*(?:please\s+)?update\b|\b(?:correction|corrected|actually|scratch that|updated|updates?(?=\s*[:\u2014\u2013]|\s+-\s)"
+    r"|(?:an?|quick|small|latest|one more) update|changed? (?:from|to)|revised?|amended?|instead|rather than"
     r"|no longer|(?:is|are) now|now (?:is|are|set|points|runs|uses|lives)|earlier i said|i said|i meant|make that"
     r"|should be|supersed\w*|final(?:ly)?|was|were|wrong|previous(?:ly)?|formerly|used to be|replac\w+)\b",
     re.I,
